@@ -1,0 +1,97 @@
+"""Broker start-up figures: cold (jars not resolved yet), warm, graceful restart, crash, and memory.
+
+    python -m benchmarks.broker_start [--pulsar-version X.Y.Z] [--runs 3] [--skip-cold]
+
+Cold resolves the class path into an empty Maven repository and an empty `.pulsar/dist`, so it
+measures the download from Maven Central too. Warm starts on jars already resolved, with fresh
+data. Resident memory is the broker JVM's VmRSS once usable and after publishing and consuming
+2,000 messages.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from fixtures.broker import Broker, BrokerConfig, free_port
+from fixtures.broker.config import default_version
+from fixtures.broker.provision import resolve
+
+
+def _rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def _workload(service_url: str) -> None:
+    import pulsar
+
+    client = pulsar.Client(service_url, logger=logging.getLogger("pulsar.client"))
+    try:
+        consumer = client.subscribe("persistent://public/default/bench-rss", "bench",
+                                    consumer_type=pulsar.ConsumerType.Shared)
+        producer = client.create_producer("persistent://public/default/bench-rss")
+        for n in range(2000):
+            producer.send_async(str(n).encode(), lambda *_: None)
+        producer.flush()
+        for _ in range(2000):
+            consumer.acknowledge(consumer.receive(10_000))
+    finally:
+        client.close()
+
+
+def _timed(action) -> float:
+    started = time.perf_counter()
+    action()
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pulsar-version", default=default_version())
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--skip-cold", action="store_true")
+    args = parser.parse_args()
+    version = args.pulsar_version
+    print(f"Pulsar {version} standalone, figures in seconds (median of {args.runs} where repeated)")
+
+    if not args.skip_cold:
+        with tempfile.TemporaryDirectory() as scratch:
+            scratch_path = Path(scratch)
+            cold = _timed(lambda: resolve(version, root=scratch_path, maven_repo=scratch_path / "m2", quiet=True))
+            jars = len(list((scratch_path / "dist" / version / "lib").glob("*.jar")))
+            size = sum(p.stat().st_size for p in (scratch_path / "dist" / version / "lib").glob("*.jar")) / 2**20
+        print(f"cold resolve from Maven Central : {cold:6.1f}  ({jars} jars, {size:.0f} MiB)")
+    resolve(version)
+
+    starts, restarts, crashes, stops, rss_idle, rss_busy = [], [], [], [], [], []
+    with tempfile.TemporaryDirectory() as scratch:
+        root = Path(scratch)
+        (root / "dist").symlink_to(BrokerConfig().root / "dist", target_is_directory=True)
+        for _ in range(args.runs):
+            broker = Broker(BrokerConfig(version=version, root=root, instance="bench",
+                                         broker_port=free_port(), web_port=free_port()))
+            starts.append(_timed(lambda: broker.start(fresh=True)))
+            rss_idle.append(_rss_mib(broker.status().pid))
+            _workload(broker.config.service_url)
+            rss_busy.append(_rss_mib(broker.status().pid))
+            restarts.append(_timed(broker.restart))
+            crashes.append(_timed(broker.crash))
+            stops.append(_timed(broker.stop))
+    median = statistics.median
+    print(f"warm start to usable (fresh data): {median(starts):6.1f}  (min {min(starts):.1f}, max {max(starts):.1f})")
+    print(f"graceful restart (stop + start)  : {median(restarts):6.1f}")
+    print(f"crash (kill -9 + start)          : {median(crashes):6.1f}")
+    print(f"graceful stop                    : {median(stops):6.1f}")
+    print(f"resident memory once usable      : {median(rss_idle):6.0f} MiB")
+    print(f"resident memory after 2k msgs    : {median(rss_busy):6.0f} MiB")
+
+
+if __name__ == "__main__":
+    main()

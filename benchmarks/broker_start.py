@@ -36,7 +36,7 @@ def _workload(service_url: str) -> None:
     try:
         consumer = client.subscribe("persistent://public/default/bench-rss", "bench",
                                     consumer_type=pulsar.ConsumerType.Shared)
-        producer = client.create_producer("persistent://public/default/bench-rss")
+        producer = client.create_producer("persistent://public/default/bench-rss", block_if_queue_full=True)
         for n in range(2000):
             producer.send_async(str(n).encode(), lambda *_: None)
         producer.flush()

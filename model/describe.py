@@ -1,0 +1,63 @@
+"""Short human descriptions of ops, completions and states, used in shrunk failures and reports."""
+
+from __future__ import annotations
+
+from model import cursor as cur
+from model import ops as o
+from model.state import State, Status
+
+
+def describe_op(op: o.Op) -> str:
+    match op:
+        case o.Send(keys=keys, batched=True):
+            return f"send batch of {len(keys)} (keys {list(keys)})"
+        case o.Send(keys=(key,)):
+            return "send" if key is None else f"send key={key}"
+        case o.Subscribe(consumer=c):
+            return f"{c}: subscribe"
+        case o.Receive(consumer=c):
+            return f"{c}: receive"
+        case o.Acknowledge(consumer=c, message=m):
+            return f"{c}: acknowledge {m}"
+        case o.AcknowledgeCumulative(consumer=c, message=m):
+            return f"{c}: acknowledge_cumulative {m}"
+        case o.NegativeAcknowledge(consumer=c, message=m):
+            return f"{c}: negative_acknowledge {m}"
+        case o.RedeliverUnacknowledgedMessages(consumer=c):
+            return f"{c}: redeliver_unacknowledged_messages"
+        case o.Close(consumer=c):
+            return f"{c}: close"
+        case o.Seek(consumer=c, message=m):
+            return f"{c}: seek {m}"
+        case o.Tick(ms=ms):
+            return f"wait {ms} ms"
+        case o.Unload():
+            return "unload topic"
+        case o.Restart():
+            return "restart broker"
+        case o.Crash():
+            return "crash broker (kill -9)"
+        case o.ReadCursor():
+            return "read cursor"
+    raise TypeError(f"unknown op {op!r}")
+
+
+def describe_completion(completion: o.Completion) -> str:
+    value = completion.value
+    if completion.outcome is not o.Outcome.OK:
+        return f"{completion.outcome.value} ({completion.error})"
+    if value is None:
+        return "ok"
+    if isinstance(value, o.Delivery):
+        return f"ok {value.message} redelivery_count={value.redelivery_count}"
+    if isinstance(value, cur.Cursor):
+        return f"ok {cur.describe(value)}"
+    return f"ok {', '.join(map(str, value))}"
+
+
+def describe_state(state: State) -> str:
+    by_status = {status: [str(m.id) for m in state.messages if m.status is status] for status in Status}
+    held = ", ".join(f"{m.id}@{m.holder}" for m in state.messages if m.status is Status.HELD) or "-"
+    consumers = ", ".join(c.name for c in state.connected()) or "-"
+    return (f"t={state.now}ms consumers=[{consumers}] available=[{', '.join(by_status[Status.AVAILABLE])}] "
+            f"held=[{held}] acked=[{', '.join(by_status[Status.ACKED])}] cursor: {cur.describe(state.cursor)}")

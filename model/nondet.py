@@ -1,0 +1,78 @@
+"""The non-deterministic layer: the set of states the system may be in, filtered by observations.
+
+Pulsar is non-deterministic in ways a conformance suite must accept: which Shared consumer gets a
+message, when a nack or ack-timeout redelivery lands inside its window, whether a grouped ack
+reached the broker before a crash. The deterministic core (model/step.py) absorbs most of it into
+the state (AVAILABLE messages, pending acks, windows, count intervals); what is left is a set of
+states. An observation that no state allows empties the set: a violation, reported with the
+guarantee it breaks (the one most states agree on).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+from model import ops as o
+from model.guarantees import Guarantee
+from model.spec import Spec
+from model.state import State, Status, initial
+from model.step import Violation, step
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Verdict:
+    """`ok` with the states still possible, or the violation that ruled them all out."""
+
+    states: frozenset[State]
+    violation: Violation | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.violation is None
+
+
+def start(spec: Spec) -> Verdict:
+    return Verdict(states=frozenset({initial(spec)}))
+
+
+def apply(verdict: Verdict, op: o.Op, completion: o.Completion) -> Verdict:
+    """Step every possible state; keep those that allow the observation."""
+    if verdict.violation is not None:
+        return verdict
+    survivors: set[State] = set()
+    violations: list[Violation] = []
+    for state in verdict.states:
+        result = step(state, op, completion)
+        if isinstance(result, Violation):
+            violations.append(result)
+        else:
+            survivors.add(result)
+    if survivors:
+        return Verdict(states=frozenset(survivors))
+    return Verdict(states=frozenset(), violation=_most_common(violations))
+
+
+def _most_common(violations: list[Violation]) -> Violation:
+    guarantee, _ = Counter(v.guarantee for v in violations).most_common(1)[0]
+    return next(v for v in violations if v.guarantee is guarantee)
+
+
+def check_nothing_lost(verdict: Verdict) -> Verdict:
+    """After every connected consumer was drained: no message that had to come may still be waiting.
+
+    A message must have come when it is AVAILABLE (never delivered, or back for redelivery) and a
+    consumer is connected. If some possible state has nothing owed, the observation is allowed.
+    """
+    if verdict.violation is not None:
+        return verdict
+    owed_per_state = []
+    for state in verdict.states:
+        owed = [m.id for m in state.messages if m.status is Status.AVAILABLE] if state.connected() else []
+        if not owed:
+            return verdict
+        owed_per_state.append(owed)
+    owed = min(owed_per_state, key=len)
+    return Verdict(states=frozenset(), violation=Violation(
+        guarantee=Guarantee.NO_LOSS,
+        detail=f"drained every consumer, yet {', '.join(map(str, owed))} never came"))

@@ -1,0 +1,149 @@
+"""The operations a conformance program is made of, named after the Pulsar client API, and their
+completions.
+
+A program is a sequence of ops on one topic and one subscription. Each op completes as `ok` (it
+happened), `fail` (it did not happen: the client refused it) or `info` (unknown: e.g. a timeout
+whose effect may or may not have reached the broker), in the Jepsen sense. A completion carries
+the observed value (the delivered message, the cursor read) and `at`, the time in milliseconds
+since the program started, read from the target's clock (logical on the model target).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from model.cursor import Cursor
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class MessageId:
+    """A message of the program's topic: entry number, and batch index (-1 when not batched)."""
+
+    entry: int
+    index: int = -1
+
+    def __str__(self) -> str:
+        return f"m{self.entry}" if self.index < 0 else f"m{self.entry}.{self.index}"
+
+
+class Outcome(StrEnum):
+    OK = "ok"
+    FAIL = "fail"
+    INFO = "info"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Send:
+    """`producer.send`: one entry; a batch of `len(keys)` messages when `batched`."""
+
+    keys: tuple[str | None, ...] = (None,)
+    batched: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Subscribe:
+    consumer: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Receive:
+    """`consumer.receive(timeout)`: a message, or nothing within the timeout."""
+
+    consumer: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Acknowledge:
+    consumer: str
+    message: MessageId
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AcknowledgeCumulative:
+    consumer: str
+    message: MessageId
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NegativeAcknowledge:
+    consumer: str
+    message: MessageId
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RedeliverUnacknowledgedMessages:
+    consumer: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Close:
+    """`consumer.close()`: flushes the consumer's grouped acks, drops its pending nacks."""
+
+    consumer: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Seek:
+    consumer: str
+    message: MessageId
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Tick:
+    """Let `ms` milliseconds pass (logical on the model, a real sleep on a broker)."""
+
+    ms: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Unload:
+    """Unload the topic through the admin API: the broker persists the cursor and reopens the topic."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Restart:
+    """Graceful broker restart on the same data."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Crash:
+    """`kill -9` the broker and start it on the same data."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReadCursor:
+    """Read the subscription's cursor from the broker (internalStats)."""
+
+
+Op = (Send | Subscribe | Receive | Acknowledge | AcknowledgeCumulative | NegativeAcknowledge
+      | RedeliverUnacknowledgedMessages | Close | Seek | Tick | Unload | Restart | Crash | ReadCursor)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Delivery:
+    """What `receive` returned: the message and its redelivery count."""
+
+    message: MessageId
+    redelivery_count: int
+    key: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Completion:
+    outcome: Outcome
+    at: int = 0
+    value: Delivery | Cursor | tuple[MessageId, ...] | None = None
+    error: str | None = None
+
+
+def ok(value: Delivery | Cursor | tuple[MessageId, ...] | None = None, *, at: int = 0) -> Completion:
+    return Completion(outcome=Outcome.OK, at=at, value=value)
+
+
+def fail(error: str, *, at: int = 0) -> Completion:
+    return Completion(outcome=Outcome.FAIL, at=at, error=error)
+
+
+def info(error: str, *, at: int = 0) -> Completion:
+    return Completion(outcome=Outcome.INFO, at=at, error=error)

@@ -1,0 +1,109 @@
+"""The configuration a run is checked against: broker and client flags, subscription type.
+
+Version-dependent behaviour is a switch here, not a fork of the model's code: a rule that differs
+between Pulsar releases (or between clients) reads a field of `Spec`. The defaults describe the
+pinned ground truth: broker 4.0.7 with `acknowledgmentAtBatchIndexLevelEnabled=true`, and the
+Python client 3.13 (C++ 4.2.0) with its own defaults (ack grouping 100 ms, no ack receipts, nack
+delay 60 s, no ack timeout, receiver queue 1000).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from enum import StrEnum
+
+
+class SubscriptionType(StrEnum):
+    EXCLUSIVE = "Exclusive"
+    FAILOVER = "Failover"
+    SHARED = "Shared"
+    KEY_SHARED = "Key_Shared"
+
+    @property
+    def allows_cumulative_ack(self) -> bool:
+        """Cumulative acks are refused by the client on Shared and Key_Shared (concepts-messaging)."""
+        return self in (SubscriptionType.EXCLUSIVE, SubscriptionType.FAILOVER)
+
+    @property
+    def single_active_consumer(self) -> bool:
+        return self in (SubscriptionType.EXCLUSIVE, SubscriptionType.FAILOVER)
+
+    @property
+    def tracks_redelivery_count(self) -> bool:
+        """The broker's redelivery tracker exists only for Shared and Key_Shared (apache/pulsar#6721)."""
+        return not self.single_active_consumer
+
+
+class InitialPosition(StrEnum):
+    LATEST = "Latest"
+    EARLIEST = "Earliest"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Spec:
+    """Everything a verdict depends on. Equal specs give the same allowed behaviour."""
+
+    broker_version: str = "4.0.7"
+    client: str = "python-3.13"
+    subscription_type: SubscriptionType = SubscriptionType.SHARED
+    initial_position: InitialPosition = InitialPosition.EARLIEST
+    # broker flags
+    broker_batch_index_ack: bool = True
+    # client flags
+    client_batch_index_ack: bool = False
+    receiver_queue_size: int = 1000
+    ack_grouping_ms: int = 100
+    ack_timeout_ms: int | None = None
+    ack_timeout_tick_ms: int = 1000
+    nack_delay_ms: int = 60_000
+    max_redeliver_count: int | None = None
+    # how many deliveries the application sees before the DLQ: C++/Java max+1, Go max
+    dlq_deliveries_are_max_plus_one: bool = True
+
+    def __post_init__(self) -> None:
+        if self.receiver_queue_size < 0:
+            raise ValueError(f"receiver_queue_size must be >= 0, got {self.receiver_queue_size}")
+        if self.ack_timeout_ms is not None and self.ack_timeout_ms < 1000:
+            raise ValueError(f"ack_timeout_ms must be >= 1000 (client minimum), got {self.ack_timeout_ms}")
+        if self.nack_delay_ms < 0:
+            raise ValueError(f"nack_delay_ms must be >= 0, got {self.nack_delay_ms}")
+        if self.max_redeliver_count is not None and self.max_redeliver_count < 1:
+            raise ValueError(f"max_redeliver_count must be >= 1, got {self.max_redeliver_count}")
+
+    @property
+    def batch_index_ack(self) -> bool:
+        """Batch-index acks take effect only when both the broker and the client enable them (PIP-54)."""
+        return self.broker_batch_index_ack and self.client_batch_index_ack
+
+    @property
+    def effective_nack_delay_ms(self) -> int:
+        """The client clamps the nack delay to at least 100 ms (C++ MIN_NACK_DELAY_MILLIS)."""
+        return max(self.nack_delay_ms, 100)
+
+    @property
+    def nack_window_ms(self) -> tuple[int, int]:
+        """When a nacked message's redelivery is requested, after the nack: the tracker ticks every delay/3."""
+        delay = self.effective_nack_delay_ms
+        return delay, delay + delay // 3 + 1
+
+    @property
+    def ack_timeout_window_ms(self) -> tuple[int, int] | None:
+        """Ack-timeout redelivery is requested between the timeout and one tick after it."""
+        if self.ack_timeout_ms is None:
+            return None
+        return self.ack_timeout_ms, self.ack_timeout_ms + self.ack_timeout_tick_ms
+
+    def with_(self, **changes: object) -> Spec:
+        return replace(self, **changes)
+
+    def describe(self) -> str:
+        flags = [self.subscription_type.value, f"broker {self.broker_version}", self.client,
+                 f"queue={self.receiver_queue_size}"]
+        if self.batch_index_ack:
+            flags.append("batch-index-ack")
+        if self.ack_timeout_ms is not None:
+            flags.append(f"ack-timeout={self.ack_timeout_ms}ms")
+        flags.append(f"nack-delay={self.effective_nack_delay_ms}ms")
+        if self.max_redeliver_count is not None:
+            flags.append(f"dlq-max={self.max_redeliver_count}")
+        return ", ".join(flags)

@@ -1,0 +1,131 @@
+"""The state of one topic and one subscription, as a value: messages, consumers, cursor, clock.
+
+The state is an abstraction chosen so that the model accepts everything a real broker may do
+without forking on every dispatch decision:
+
+- Which consumer a fresh message is dispatched to (Shared), or whether it already sits in a
+  consumer's receiver queue, is not tracked: an AVAILABLE message may be received by any consumer
+  allowed to have it. What the application has received is tracked exactly (HELD by a consumer).
+- An ack is first *pending* (the client groups acks for 100 ms and sends them without receipt);
+  it is *confirmed* when something proves it reached the broker: the consumer's close (which
+  flushes), a seek (which flushes), or a cursor read that shows it.
+- A redelivery that the client or broker will make inside a time window (nack, ack timeout) is
+  kept as the window; the delivery may be observed anywhere inside it.
+- A redelivery count is kept as the interval of values the next delivery may carry.
+
+Remaining choices (which pending acks reached the broker, what a crash kept) are forks: the
+non-deterministic layer (model/nondet.py) works on sets of these states.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from enum import StrEnum
+
+from model.cursor import Cursor
+from model.ops import MessageId
+from model.spec import Spec
+
+
+class Status(StrEnum):
+    AVAILABLE = "available"  # the broker may dispatch it (never delivered, or back for redelivery)
+    HELD = "held"  # handed to a consumer's application, not acknowledged
+    ACKED = "acked"  # acknowledged by the application (pending or confirmed on the broker)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Message:
+    id: MessageId
+    key: str | None = None
+    status: Status = Status.AVAILABLE
+    holder: str | None = None
+    delivered: bool = False
+    ack_confirmed: bool = False
+    # An acked message whose ack may not have reached the broker when a redelivery was requested
+    # may come back once: a duplicate the at-least-once contract allows.
+    may_come_back: bool = False
+    # A HELD message with a redelivery requested inside a window: back no earlier than `back_from`,
+    # and certainly back (AVAILABLE) at `back_by`.
+    back_from: int | None = None
+    back_by: int | None = None
+    count_lo: int = 0
+    count_hi: int = 0
+
+    def with_(self, **changes: object) -> Message:
+        return replace(self, **changes)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Consumer:
+    name: str
+    connected: bool = True
+    # Highest entry this consumer received as a first delivery: first deliveries come in order.
+    last_first_delivery: int = -1
+    # Acks called but not yet confirmed on the broker, in call order: (kind, message).
+    pending_acks: tuple[tuple[str, MessageId], ...] = ()
+
+    def with_(self, **changes: object) -> Consumer:
+        return replace(self, **changes)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class State:
+    spec: Spec
+    now: int = 0
+    messages: tuple[Message, ...] = ()
+    entries: tuple[int, ...] = ()  # batch size per entry (0 = not batched)
+    consumers: tuple[Consumer, ...] = ()
+    cursor: Cursor = Cursor()
+    # Key_Shared: key -> consumer it is bound to while that consumer stays connected.
+    key_owners: tuple[tuple[str, str], ...] = ()
+    # A consumer joined since the key was bound: keys may move to consumers that joined later.
+    joined_since: tuple[str, ...] = ()
+
+    def with_(self, **changes: object) -> State:
+        return replace(self, **changes)
+
+    # -- lookups --------------------------------------------------------------------------------
+    def message(self, message_id: MessageId) -> Message | None:
+        for message in self.messages:
+            if message.id == message_id:
+                return message
+        return None
+
+    def consumer(self, name: str) -> Consumer | None:
+        for consumer in self.consumers:
+            if consumer.name == name and consumer.connected:
+                return consumer
+        return None
+
+    def connected(self) -> tuple[Consumer, ...]:
+        return tuple(c for c in self.consumers if c.connected)
+
+    def active_consumer(self) -> str | None:
+        """Exclusive/Failover: the consumer the broker dispatches to (the earliest connected one)."""
+        connected = self.connected()
+        return connected[0].name if connected else None
+
+    def key_owner(self, key: str | None) -> str | None:
+        for bound_key, owner in self.key_owners:
+            if bound_key == key:
+                return owner
+        return None
+
+
+def initial(spec: Spec) -> State:
+    return State(spec=spec)
+
+
+def replace_message(state: State, message: Message) -> State:
+    return state.with_(messages=tuple(message if m.id == message.id else m for m in state.messages))
+
+
+def replace_messages(state: State, changed: dict[MessageId, Message]) -> State:
+    if not changed:
+        return state
+    return state.with_(messages=tuple(changed.get(m.id, m) for m in state.messages))
+
+
+def replace_consumer(state: State, consumer: Consumer) -> State:
+    return state.with_(consumers=tuple(consumer if c.name == consumer.name and c.connected else c
+                                       for c in state.consumers))

@@ -1,0 +1,444 @@
+"""The deterministic core: one step function per op, `(state, op, completion) -> state | Violation`.
+
+Each `_step_<op>` says what the op does to the topic, the subscription and the client, following
+the Pulsar source it names; an observation that no state allows is a `Violation` naming the
+guarantee it breaks. Unknown ops fail loudly. Rules marked "observed" were checked on the pinned
+broker (suites/broker, suites/model/test_fidelity*); the others are readings of the source that the
+fidelity tests will confirm or correct.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from model import cursor as cur
+from model import ops as o
+from model.guarantees import Guarantee
+from model.spec import SubscriptionType
+from model.state import Consumer, Message, State, Status, replace_consumer, replace_message, replace_messages
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Violation:
+    guarantee: Guarantee
+    detail: str
+
+    def describe(self) -> str:
+        return f"{self.guarantee.value}: {self.detail}"
+
+
+Result = State | Violation
+
+
+def step(state: State, op: o.Op, completion: o.Completion) -> Result:
+    """Apply one op with its completion. Pure: never mutates `state`."""
+    state = _advance_clock(state, completion.at)
+    match op:
+        case o.Send():
+            return _step_send(state, op, completion)
+        case o.Subscribe():
+            return _step_subscribe(state, op, completion)
+        case o.Receive():
+            return _step_receive(state, op, completion)
+        case o.Acknowledge():
+            return _step_acknowledge(state, op, completion)
+        case o.AcknowledgeCumulative():
+            return _step_acknowledge_cumulative(state, op, completion)
+        case o.NegativeAcknowledge():
+            return _step_negative_acknowledge(state, op, completion)
+        case o.RedeliverUnacknowledgedMessages():
+            return _redeliver(state, op.consumer, completion.at, window=(0, 0))
+        case o.Close():
+            return _step_close(state, op)
+        case o.Seek():
+            return _step_seek(state, op)
+        case o.Tick():
+            return state
+        case o.Unload() | o.Restart():
+            return _step_reopen(state, persisted=True)
+        case o.Crash():
+            return _step_reopen(state, persisted=False)
+        case o.ReadCursor():
+            return _step_read_cursor(state, completion)
+        case _:
+            raise TypeError(f"unknown op {op!r}")
+
+
+def _advance_clock(state: State, at: int) -> State:
+    """Time only moves forward; windows whose end has passed are certainly open now."""
+    now = max(state.now, at)
+    if now == state.now:
+        return state
+    due = {m.id: m.with_(status=Status.AVAILABLE, holder=None, back_from=None, back_by=None)
+           for m in state.messages if m.status is Status.HELD and m.back_by is not None and m.back_by <= now}
+    return replace_messages(state.with_(now=now), due)
+
+
+# -- publish and subscribe -----------------------------------------------------------------------
+def _step_send(state: State, op: o.Send, completion: o.Completion) -> Result:
+    if completion.outcome is not o.Outcome.OK:
+        return state  # a failed or unknown send is outside what the suite checks about acks
+    entry = len(state.entries)
+    if op.batched:
+        new = tuple(Message(id=o.MessageId(entry, i), key=k) for i, k in enumerate(op.keys))
+    else:
+        new = (Message(id=o.MessageId(entry), key=op.keys[0]),)
+    return state.with_(entries=state.entries + (len(op.keys) if op.batched else 0,), messages=state.messages + new)
+
+
+def _step_subscribe(state: State, op: o.Subscribe, completion: o.Completion) -> Result:
+    busy = state.spec.subscription_type is SubscriptionType.EXCLUSIVE and bool(state.connected())
+    if busy:
+        if completion.outcome is o.Outcome.OK:
+            return Violation(guarantee=Guarantee.EXCLUSIVE, detail=f"{op.consumer} subscribed while "
+                             f"{state.active_consumer()} holds the Exclusive subscription (expected ConsumerBusy)")
+        return state
+    if completion.outcome is not o.Outcome.OK:
+        return Violation(guarantee=Guarantee.SUBSCRIBE, detail=f"subscribe of {op.consumer} failed: {completion.error}")
+    movers = tuple((k, owner, tuple(sorted(set(extra) | {op.consumer}))) for k, owner, extra in state.key_owners)
+    return state.with_(consumers=state.consumers + (Consumer(name=op.consumer),), key_owners=movers)
+
+
+# -- receive -------------------------------------------------------------------------------------
+def _step_receive(state: State, op: o.Receive, completion: o.Completion) -> Result:
+    consumer = state.consumer(op.consumer)
+    if consumer is None:
+        raise ValueError(f"receive on {op.consumer}, which is not connected: the program is malformed")
+    delivery = completion.value
+    if completion.outcome is not o.Outcome.OK or delivery is None:
+        return state  # nothing within the timeout: liveness is checked when the program drains
+    message = state.message(delivery.message)
+    if message is None:
+        return Violation(guarantee=Guarantee.NO_PHANTOM, detail=f"{op.consumer} received {delivery.message}, never published")
+    problem = (_dead_letter_problem(state, message, delivery.redelivery_count)
+               or _delivery_status_problem(state, message, op.consumer) or _order_problem(message, consumer)
+               or _key_shared_problem(state, message, op.consumer)
+               or _redelivery_count_problem(state, message, delivery.redelivery_count))
+    if problem is not None:
+        return problem
+    first = not message.delivered
+    if message.status is Status.ACKED:
+        delivered = message.with_(delivered=True, may_come_back=False)
+    else:
+        delivered = message.with_(status=Status.HELD, holder=op.consumer, delivered=True,
+                                  may_come_back=False, back_from=state.now if message.may_come_back else None,
+                                  back_by=None)
+    delivered = delivered.with_(count_lo=delivery.redelivery_count, count_hi=delivery.redelivery_count)
+    state = replace_message(state, delivered)
+    if first:
+        state = replace_consumer(state, consumer.with_(last_first_delivery=max(consumer.last_first_delivery,
+                                                                               _order_key(message.id))))
+    return _bind_key(state, message.key, op.consumer)
+
+
+def _order_key(message_id: o.MessageId) -> int:
+    return message_id.entry * 1_000_000 + max(message_id.index, 0)
+
+
+def _delivery_status_problem(state: State, message: Message, consumer: str) -> Violation | None:
+    if message.status is Status.AVAILABLE:
+        return None
+    if message.status is Status.HELD:
+        if message.may_come_back or (message.back_from is not None and state.now >= message.back_from):
+            return None
+        return Violation(guarantee=Guarantee.NO_DUPLICATE_WITHOUT_CAUSE,
+                         detail=f"{consumer} received {message.id}, which {message.holder} holds unacknowledged "
+                                "and nothing asked to redeliver")
+    if message.may_come_back:
+        return None
+    if message.ack_confirmed:
+        return Violation(guarantee=Guarantee.NO_REDELIVERY_AFTER_ACK,
+                         detail=f"{consumer} received {message.id} again after its ack reached the broker")
+    return Violation(guarantee=Guarantee.NO_REDELIVERY_AFTER_ACK,
+                     detail=f"{consumer} received {message.id} again after it was acknowledged, with no redelivery requested")
+
+
+def _order_problem(message: Message, consumer: Consumer) -> Violation | None:
+    if message.delivered or _order_key(message.id) > consumer.last_first_delivery:
+        return None
+    return Violation(guarantee=Guarantee.ORDER,
+                     detail=f"{consumer.name} received {message.id} for the first time after a later message")
+
+
+def _key_shared_problem(state: State, message: Message, consumer: str) -> Violation | None:
+    if state.spec.subscription_type is not SubscriptionType.KEY_SHARED:
+        return None
+    for key, owner, movers in state.key_owners:
+        if key == message.key and consumer != owner and consumer not in movers:
+            return Violation(guarantee=Guarantee.KEY_SHARED_STICKINESS,
+                             detail=f"key {key!r} is bound to connected {owner}, yet {consumer} received {message.id}")
+    return None
+
+
+def _bind_key(state: State, key: str | None, consumer: str) -> State:
+    if state.spec.subscription_type is not SubscriptionType.KEY_SHARED:
+        return state
+    others = tuple(b for b in state.key_owners if b[0] != key)
+    previous = next((b for b in state.key_owners if b[0] == key), None)
+    if previous is not None and previous[1] == consumer:
+        return state
+    # The previous owner may still receive messages of the key already in its receiver queue.
+    keep = (previous[1],) if previous is not None else ()
+    return state.with_(key_owners=tuple(sorted(others + ((key, consumer, keep),), key=lambda b: str(b[0]))))
+
+
+def _dead_letter_problem(state: State, message: Message, count: int) -> Violation | None:
+    limit = state.spec.max_redeliver_count
+    if limit is None or count <= limit or not state.spec.subscription_type.tracks_redelivery_count:
+        return None
+    return Violation(guarantee=Guarantee.DEAD_LETTER,
+                     detail=f"{message.id} delivered with count {count} > max_redeliver_count {limit}: "
+                            "it should have gone to the dead-letter topic")
+
+
+def _redelivery_count_problem(state: State, message: Message, count: int) -> Violation | None:
+    spec = state.spec
+    if not spec.subscription_type.tracks_redelivery_count:
+        if count != 0:
+            return Violation(guarantee=Guarantee.REDELIVERY_COUNT,
+                             detail=f"{message.id} came with redelivery count {count} on {spec.subscription_type}, "
+                                    "which has no redelivery tracker (always 0)")
+        return None
+    if not message.count_lo <= count <= message.count_hi:
+        return Violation(guarantee=Guarantee.REDELIVERY_COUNT,
+                         detail=f"{message.id} came with redelivery count {count}; "
+                                f"expected {message.count_lo}..{message.count_hi}")
+    return None
+
+
+# -- acknowledgements ----------------------------------------------------------------------------
+def _step_acknowledge(state: State, op: o.Acknowledge, completion: o.Completion) -> Result:
+    consumer = state.consumer(op.consumer)
+    message = state.message(op.message)
+    if consumer is None or message is None:
+        raise ValueError(f"ack of {op.message} on {op.consumer}: the program is malformed")
+    if completion.outcome is o.Outcome.FAIL:
+        return Violation(guarantee=Guarantee.ACK, detail=f"ack of {op.message} on {op.consumer} failed: {completion.error}")
+    acked = message.with_(status=Status.ACKED, holder=None, back_from=None, back_by=None)
+    state = replace_message(state, acked)
+    return replace_consumer(state, consumer.with_(pending_acks=consumer.pending_acks + (("individual", op.message),)))
+
+
+def _step_acknowledge_cumulative(state: State, op: o.AcknowledgeCumulative, completion: o.Completion) -> Result:
+    consumer = state.consumer(op.consumer)
+    if consumer is None or state.message(op.message) is None:
+        raise ValueError(f"cumulative ack of {op.message} on {op.consumer}: the program is malformed")
+    if not state.spec.subscription_type.allows_cumulative_ack:
+        if completion.outcome is o.Outcome.OK:
+            return Violation(guarantee=Guarantee.CUMULATIVE_REFUSED_ON_SHARED,
+                             detail=f"acknowledge_cumulative({op.message}) was accepted on {state.spec.subscription_type}")
+        return state
+    if completion.outcome is o.Outcome.FAIL:
+        return Violation(guarantee=Guarantee.ACK, detail=f"cumulative ack of {op.message} failed: {completion.error}")
+    covered = {m.id: m.with_(status=Status.ACKED, holder=None, back_from=None, back_by=None,
+                             # prefetched but never received: may still come out of the receiver queue
+                             may_come_back=m.may_come_back or not m.delivered)
+               for m in state.messages if m.id <= op.message and m.status is not Status.ACKED}
+    state = replace_messages(state, covered)
+    return replace_consumer(state, consumer.with_(pending_acks=consumer.pending_acks + (("cumulative", op.message),)))
+
+
+def apply_ack(state: State, kind: str, message_id: o.MessageId) -> State:
+    """What one ack does to the broker's cursor once it arrives (the ack is then confirmed)."""
+    batch_size = state.entries[message_id.entry]
+    siblings = [m for m in state.messages if m.id.entry == message_id.entry]
+    cursor = state.cursor
+    if kind == "cumulative":
+        last_of_entry = message_id.index < 0 or message_id.index == batch_size - 1
+        if last_of_entry:
+            cursor = cur.mark_delete(cursor, message_id.entry)
+        else:
+            # A cumulative ack inside a batch acks the entries before it; the batch itself only
+            # with batch-index acks (C++ prepareCumulativeAck; apache/pulsar#14926).
+            cursor = cur.mark_delete(cursor, message_id.entry - 1)
+            if state.spec.batch_index_ack:
+                for index in range(message_id.index + 1):
+                    cursor = cur.delete_batch_index(cursor, message_id.entry, index, batch_size)
+        confirmed = {m.id: m.with_(ack_confirmed=True) for m in state.messages
+                     if m.status is Status.ACKED and cursor.is_acknowledged(m.id.entry)}
+    elif message_id.index >= 0 and state.spec.batch_index_ack:
+        cursor = cur.delete_batch_index(cursor, message_id.entry, message_id.index, batch_size)
+        confirmed = {message_id: state.message(message_id).with_(ack_confirmed=True)}
+    elif message_id.index >= 0 and not all(m.status is Status.ACKED for m in siblings):
+        # Without batch-index acks the client holds a partial batch ack until every index is acked.
+        return state
+    else:
+        cursor = cur.delete(cursor, [message_id.entry])
+        confirmed = {m.id: m.with_(ack_confirmed=True) for m in siblings if m.status is Status.ACKED}
+    return replace_messages(state.with_(cursor=cursor), confirmed)
+
+
+def flush_acks(state: State, consumer_name: str) -> State:
+    """The consumer's grouped acks reach the broker (close and seek flush first)."""
+    consumer = state.consumer(consumer_name)
+    if consumer is None or not consumer.pending_acks:
+        return state
+    for kind, message_id in consumer.pending_acks:
+        state = apply_ack(state, kind, message_id)
+    return replace_consumer(state, consumer.with_(pending_acks=()))
+
+
+# -- redelivery ----------------------------------------------------------------------------------
+def _step_negative_acknowledge(state: State, op: o.NegativeAcknowledge, completion: o.Completion) -> Result:
+    message = state.message(op.message)
+    if message is None or state.consumer(op.consumer) is None:
+        raise ValueError(f"nack of {op.message} on {op.consumer}: the program is malformed")
+    if state.spec.subscription_type.single_active_consumer:
+        # "We cannot redeliver single messages if subscription type is not Shared": a full rewind.
+        return _redeliver(state, op.consumer, completion.at, window=state.spec.nack_window_ms)
+    lo, hi = state.spec.nack_window_ms
+    entry_mates = [m for m in state.messages if m.id.entry == message.id.entry]
+    # Without batch-index acks a nack redelivers the whole batch entry (NegativeAcksTracker.add).
+    targets = entry_mates if message.id.index >= 0 and not state.spec.batch_index_ack else [message]
+    changed = {}
+    for target in targets:
+        if target.status is Status.HELD and target.holder == op.consumer:
+            changed[target.id] = _requested(state, target, completion.at + lo, completion.at + hi)
+        elif target.status is Status.ACKED and not target.ack_confirmed or target.id.entry == message.id.entry:
+            changed[target.id] = target.with_(may_come_back=target.status is Status.ACKED or target.may_come_back)
+    return replace_messages(state, changed)
+
+
+def _requested(state: State, message: Message, back_from: int, back_by: int) -> Message:
+    """A redelivery of a held message was requested; it lands inside [back_from, back_by]."""
+    bump = 1 if state.spec.subscription_type.tracks_redelivery_count else 0
+    if _goes_to_dead_letter(state, message):
+        return message.with_(status=Status.ACKED, holder=None, back_from=None, back_by=None, may_come_back=False)
+    return message.with_(back_from=back_from, back_by=back_by,
+                         count_lo=message.count_lo + bump, count_hi=message.count_hi + bump)
+
+
+def _goes_to_dead_letter(state: State, message: Message) -> bool:
+    """C++ ConsumerImpl: a message last delivered with count >= max is produced to the DLQ and
+    acknowledged instead of being redelivered (Shared and Key_Shared only)."""
+    limit = state.spec.max_redeliver_count
+    return (limit is not None and state.spec.subscription_type.tracks_redelivery_count
+            and message.count_hi >= limit)
+
+
+def _redeliver(state: State, consumer: str, at: int, *, window: tuple[int, int]) -> State:
+    """Redeliver everything `consumer` holds unacknowledged (redeliverUnacknowledgedMessages);
+    on Exclusive/Failover the broker rewinds the cursor, so unconfirmed acks may come back too."""
+    lo, hi = window
+    rewind = state.spec.subscription_type.single_active_consumer
+    changed = {}
+    for message in state.messages:
+        if message.status is Status.HELD and message.holder == consumer:
+            changed[message.id] = _requested(state, message, at + lo, at + hi)
+        elif message.status is Status.ACKED and not message.ack_confirmed and rewind:
+            changed[message.id] = message.with_(may_come_back=True)
+        elif message.status is Status.AVAILABLE and message.delivered is False and not rewind:
+            # It may sit in this consumer's receiver queue: the broker counts it as redelivered too.
+            changed[message.id] = message.with_(count_hi=message.count_hi + 1)
+    state = replace_messages(state, changed)
+    return state.with_(cursor=cur.rewind(state.cursor)) if rewind else state
+
+
+def _step_close(state: State, op: o.Close) -> Result:
+    if state.consumer(op.consumer) is None:
+        raise ValueError(f"close of {op.consumer}, which is not connected: the program is malformed")
+    state = flush_acks(state, op.consumer)
+    remaining = [c for c in state.connected() if c.name != op.consumer]
+    tracked = state.spec.subscription_type.tracks_redelivery_count
+    changed = {}
+    for message in state.messages:
+        if message.status is Status.HELD and message.holder == op.consumer:
+            bump = 1 if tracked and remaining else 0
+            changed[message.id] = message.with_(status=Status.AVAILABLE, holder=None, back_from=None, back_by=None,
+                                                count_lo=message.count_lo + bump, count_hi=message.count_hi + bump)
+        elif message.status is Status.AVAILABLE and tracked and remaining:
+            changed[message.id] = message.with_(count_hi=message.count_hi + 1)
+    state = replace_messages(state, changed)
+    if tracked and not remaining:
+        # The last consumer is gone: the dispatcher drops its redelivery tracker (counts restart at 0).
+        state = state.with_(messages=tuple(m.with_(count_lo=0, count_hi=0) for m in state.messages))
+    consumers = tuple(c.with_(connected=False) if c.name == op.consumer and c.connected else c for c in state.consumers)
+    owners = tuple(b for b in state.key_owners if b[1] != op.consumer)
+    return state.with_(consumers=consumers, key_owners=owners, cursor=cur.rewind(state.cursor) if not remaining else state.cursor)
+
+
+def _step_seek(state: State, op: o.Seek) -> Result:
+    """Seek: flush, then reset the cursor to the message's entry (holes and batch indexes cleared)."""
+    state = flush_acks(state, op.consumer)
+    target = op.message.entry
+    changed = {}
+    for message in state.messages:
+        if message.id.entry >= target:
+            changed[message.id] = message.with_(status=Status.AVAILABLE, holder=None, back_from=None, back_by=None,
+                                                ack_confirmed=False, may_come_back=message.delivered,
+                                                count_lo=0, count_hi=message.count_hi + 1)
+        elif message.status is not Status.ACKED or not message.ack_confirmed:
+            changed[message.id] = message.with_(status=Status.ACKED, holder=None, ack_confirmed=True,
+                                                may_come_back=False, back_from=None, back_by=None)
+    state = replace_messages(state, changed)
+    consumers = tuple(c.with_(last_first_delivery=-1) for c in state.consumers)
+    return state.with_(cursor=cur.reset(state.cursor, target), consumers=consumers)
+
+
+# -- the broker's own lifecycle ------------------------------------------------------------------
+def _step_reopen(state: State, *, persisted: bool) -> Result:
+    """Topic unload or broker restart (persisted) or crash: consumers reconnect to a new dispatcher.
+
+    Everything unacknowledged is dispatched again from markDeletePosition + 1 with counts reset;
+    a message already in a receiver queue may arrive twice. After a crash the cursor may come back
+    at any earlier persisted state (observed on 4.0.7: as far back as the initial position), so
+    every ack may be undone until a cursor read says otherwise.
+    """
+    changed = {}
+    for message in state.messages:
+        if message.status is Status.ACKED:
+            if not persisted or not message.ack_confirmed:
+                changed[message.id] = message.with_(may_come_back=True, ack_confirmed=message.ack_confirmed and persisted)
+            elif message.count_hi:
+                changed[message.id] = message.with_(count_lo=0, count_hi=0)
+        else:
+            changed[message.id] = message.with_(may_come_back=message.delivered or message.may_come_back,
+                                                back_from=None, back_by=None, count_lo=0, count_hi=0)
+    state = replace_messages(state, changed)
+    return state.with_(cursor=cur.rewind(state.cursor))
+
+
+def _step_read_cursor(state: State, completion: o.Completion) -> Result:
+    """The broker's cursor must be the confirmed one plus some of each consumer's pending acks."""
+    observed = completion.value
+    if completion.outcome is not o.Outcome.OK or not isinstance(observed, cur.Cursor):
+        return state
+    observed_acked = observed.acknowledged(len(state.entries))
+    candidate = state
+    for consumer in state.connected():
+        candidate = flush_acks(candidate, consumer.name)
+    most = candidate.cursor.acknowledged(len(state.entries))
+    least = frozenset(m.id.entry for m in state.messages if m.ack_confirmed and state.cursor.is_acknowledged(m.id.entry))
+    if not least <= observed_acked <= most | _maybe_acked_entries(state):
+        return Violation(guarantee=Guarantee.CURSOR,
+                         detail=f"broker cursor {cur.describe(observed)} acknowledges {sorted(observed_acked)}; "
+                                f"allowed: at least {sorted(least)}, at most {sorted(most)}")
+    return _settle(state, observed)
+
+
+def _maybe_acked_entries(state: State) -> frozenset[int]:
+    """Entries whose ack is in doubt after a crash (the cursor may or may not still show them)."""
+    return frozenset(m.id.entry for m in state.messages if m.status is Status.ACKED and m.may_come_back)
+
+
+def _settle(state: State, observed: cur.Cursor) -> State:
+    """Make the model's broker cursor the observed one: what it shows is confirmed, what it does not
+    show and no pending ack can still bring is unacknowledged again (it will be redelivered)."""
+    pending = {m for c in state.connected() for _, m in c.pending_acks}
+    changed = {}
+    for message in state.messages:
+        acked_on_broker = observed.is_acknowledged(message.id.entry)
+        if acked_on_broker and message.status is Status.ACKED and not message.ack_confirmed:
+            changed[message.id] = message.with_(ack_confirmed=True)
+        elif not acked_on_broker and message.status is Status.ACKED and message.id not in pending and not any(
+                kind == "cumulative" and m >= message.id for c in state.connected() for kind, m in c.pending_acks):
+            if message.id.index >= 0 and not state.spec.batch_index_ack:
+                continue  # a partial batch ack is held by the client; the entry is not deleted yet
+            changed[message.id] = message.with_(status=Status.AVAILABLE, ack_confirmed=False, may_come_back=False)
+    state = replace_messages(state, changed)
+    confirmed_cursor = cur.from_acknowledged(observed.acknowledged(len(state.entries)) - set(range(observed.mark_delete + 1)),
+                                             mark_delete=observed.mark_delete, batch_deleted=state.cursor.batch_deleted,
+                                             read_position=state.cursor.read_position)
+    consumers = tuple(c.with_(pending_acks=tuple(p for p in c.pending_acks if not observed.is_acknowledged(p[1].entry)))
+                      for c in state.consumers)
+    return state.with_(cursor=confirmed_cursor, consumers=consumers)

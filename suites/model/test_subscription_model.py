@@ -1,0 +1,155 @@
+"""The reference model, by example: what it accepts and what it reports as a violation.
+
+Each test is a short program (ops with the completions a target reported) and the model's verdict.
+The same programs against the real broker are in suites/broker; the model must accept what the
+broker did there and reject the faults a broker or client could have.
+"""
+
+import pytest
+
+from model import cursor as cur
+from model import ops as o
+from model.describe import describe_completion, describe_op, describe_state
+from model.guarantees import Guarantee
+from model.nondet import apply, check_nothing_lost, start
+from model.spec import Spec, SubscriptionType
+
+SHARED = Spec(subscription_type=SubscriptionType.SHARED, nack_delay_ms=300)
+EXCLUSIVE = Spec(subscription_type=SubscriptionType.EXCLUSIVE)
+m = o.MessageId
+
+
+def run(spec, program):
+    verdict = start(spec)
+    for op, completion in program:
+        verdict = apply(verdict, op, completion)
+    return verdict
+
+
+def got(consumer, message, count=0, at=0):
+    return o.Receive(consumer=consumer), o.ok(o.Delivery(message=message, redelivery_count=count), at=at)
+
+
+def send(n):
+    return [(o.Send(), o.ok())] * n
+
+
+def test_the_seed_example_hole_is_never_redelivered():
+    program = [*send(6), (o.Subscribe(consumer="a"), o.ok()), (o.Subscribe(consumer="b"), o.ok()),
+               got("a", m(0)), got("b", m(1)), got("a", m(2)), got("a", m(3)), got("b", m(4)), got("b", m(5)),
+               (o.Acknowledge(consumer="a", message=m(3)), o.ok()),
+               (o.Close(consumer="a"), o.ok()), (o.Close(consumer="b"), o.ok()),
+               (o.ReadCursor(), o.ok(cur.delete(cur.Cursor(), [3]))),
+               (o.Subscribe(consumer="c"), o.ok()),
+               got("c", m(0)), got("c", m(1)), got("c", m(2)), got("c", m(4)), got("c", m(5))]
+    verdict = check_nothing_lost(run(SHARED, program))
+    assert verdict.ok, verdict.violation
+
+    redelivered = run(SHARED, program + [got("c", m(3))])
+    assert redelivered.violation.guarantee is Guarantee.NO_REDELIVERY_AFTER_ACK
+
+
+def test_a_cursor_that_lost_the_hole_is_a_violation():
+    program = [*send(3), (o.Subscribe(consumer="a"), o.ok()), got("a", m(0)), got("a", m(1)),
+               (o.Acknowledge(consumer="a", message=m(1)), o.ok()), (o.Close(consumer="a"), o.ok())]
+    assert run(SHARED, program + [(o.ReadCursor(), o.ok(cur.delete(cur.Cursor(), [1])))]).ok
+    wrong = run(SHARED, program + [(o.ReadCursor(), o.ok(cur.mark_delete(cur.Cursor(), 1)))])
+    assert wrong.violation.guarantee is Guarantee.CURSOR
+
+
+def test_a_pending_ack_may_or_may_not_show_in_the_cursor_yet():
+    program = [*send(2), (o.Subscribe(consumer="a"), o.ok()), got("a", m(0)),
+               (o.Acknowledge(consumer="a", message=m(0)), o.ok())]
+    assert run(SHARED, program + [(o.ReadCursor(), o.ok(cur.Cursor()))]).ok, "not flushed yet"
+    assert run(SHARED, program + [(o.ReadCursor(), o.ok(cur.mark_delete(cur.Cursor(), 0)))]).ok, "flushed"
+
+
+@pytest.mark.parametrize("spec", [SHARED, SHARED.with_(subscription_type=SubscriptionType.KEY_SHARED)],
+                         ids=["Shared", "Key_Shared"])
+def test_cumulative_ack_must_be_refused_on_shared_subscriptions(spec):
+    program = [*send(2), (o.Subscribe(consumer="a"), o.ok()), got("a", m(0)), got("a", m(1))]
+    refused = (o.AcknowledgeCumulative(consumer="a", message=m(1)), o.fail("CumulativeAcknowledgementNotAllowedError"))
+    assert run(spec, program + [refused]).ok
+    accepted = run(spec, program + [(o.AcknowledgeCumulative(consumer="a", message=m(1)), o.ok())])
+    assert accepted.violation.guarantee is Guarantee.CUMULATIVE_REFUSED_ON_SHARED
+
+
+def test_cumulative_ack_on_exclusive_moves_mark_delete():
+    program = [*send(5), (o.Subscribe(consumer="a"), o.ok()), *[got("a", m(i)) for i in range(5)],
+               (o.AcknowledgeCumulative(consumer="a", message=m(2)), o.ok()), (o.Close(consumer="a"), o.ok())]
+    assert run(EXCLUSIVE, program + [(o.ReadCursor(), o.ok(cur.mark_delete(cur.Cursor(), 2)))]).ok
+    assert run(EXCLUSIVE, program + [(o.ReadCursor(), o.ok(cur.mark_delete(cur.Cursor(), 1)))]).violation
+
+
+def test_a_second_exclusive_consumer_is_refused():
+    program = [(o.Subscribe(consumer="a"), o.ok())]
+    assert run(EXCLUSIVE, program + [(o.Subscribe(consumer="b"), o.fail("ConsumerBusy"))]).ok
+    assert run(EXCLUSIVE, program + [(o.Subscribe(consumer="b"), o.ok())]).violation.guarantee is Guarantee.EXCLUSIVE
+
+
+def test_a_nacked_message_comes_back_inside_its_window_with_a_higher_count():
+    program = [*send(1), (o.Subscribe(consumer="a"), o.ok()), got("a", m(0), at=0),
+               (o.NegativeAcknowledge(consumer="a", message=m(0)), o.ok(at=10))]
+    assert run(SHARED, program + [got("a", m(0), count=1, at=320)]).ok
+    too_early = run(SHARED, program + [got("a", m(0), count=1, at=100)])
+    assert too_early.violation.guarantee is Guarantee.NO_DUPLICATE_WITHOUT_CAUSE
+    not_counted = run(SHARED, program + [got("a", m(0), count=0, at=320)])
+    assert not_counted.violation.guarantee is Guarantee.REDELIVERY_COUNT
+    never_came = check_nothing_lost(run(SHARED, program + [(o.Tick(ms=500), o.ok(at=510))]))
+    assert never_came.violation.guarantee is Guarantee.NO_LOSS
+
+
+def test_exclusive_has_no_redelivery_count():
+    program = [*send(1), (o.Subscribe(consumer="a"), o.ok()), got("a", m(0)),
+               (o.RedeliverUnacknowledgedMessages(consumer="a"), o.ok())]
+    assert run(EXCLUSIVE, program + [got("a", m(0), count=0)]).ok
+    assert run(EXCLUSIVE, program + [got("a", m(0), count=1)]).violation.guarantee is Guarantee.REDELIVERY_COUNT
+
+
+def test_dead_letter_after_max_redeliveries():
+    spec = SHARED.with_(max_redeliver_count=1)
+    program = [*send(1), (o.Subscribe(consumer="a"), o.ok()), got("a", m(0), at=0),
+               (o.NegativeAcknowledge(consumer="a", message=m(0)), o.ok(at=0)), got("a", m(0), count=1, at=400),
+               (o.NegativeAcknowledge(consumer="a", message=m(0)), o.ok(at=400))]
+    assert check_nothing_lost(run(spec, program + [(o.Tick(ms=500), o.ok(at=900))])).ok, "it went to the DLQ"
+    late = run(spec, program + [got("a", m(0), count=2, at=800)])
+    assert late.violation.guarantee is Guarantee.DEAD_LETTER
+
+
+def test_key_shared_keeps_a_key_with_its_connected_consumer():
+    spec = SHARED.with_(subscription_type=SubscriptionType.KEY_SHARED)
+    program = [(o.Send(keys=("k",)), o.ok()), (o.Send(keys=("k",)), o.ok()),
+               (o.Subscribe(consumer="a"), o.ok()), (o.Subscribe(consumer="b"), o.ok()), got("a", m(0))]
+    assert run(spec, program + [got("a", m(1))]).ok
+    moved = run(spec, program + [got("b", m(1))])
+    assert moved.violation.guarantee is Guarantee.KEY_SHARED_STICKINESS
+    joined = program[:3] + [got("a", m(0)), (o.Subscribe(consumer="b"), o.ok()), got("b", m(1))]
+    assert run(spec, joined).ok, "a key may move to a consumer that joined after it was bound"
+
+
+def test_first_deliveries_come_in_order():
+    program = [*send(3), (o.Subscribe(consumer="a"), o.ok()), got("a", m(1))]
+    assert run(EXCLUSIVE, program + [got("a", m(0))]).violation.guarantee is Guarantee.ORDER
+
+
+def test_acks_survive_unload_and_may_be_lost_in_a_crash():
+    program = [*send(3), (o.Subscribe(consumer="a"), o.ok()), *[got("a", m(i)) for i in range(3)],
+               (o.Acknowledge(consumer="a", message=m(1)), o.ok()),
+               (o.ReadCursor(), o.ok(cur.delete(cur.Cursor(), [1])))]
+    after_unload = run(SHARED, program + [(o.Unload(), o.ok()), got("a", m(1))])
+    assert after_unload.violation.guarantee is Guarantee.NO_REDELIVERY_AFTER_ACK
+    assert run(SHARED, program + [(o.Unload(), o.ok()), (o.ReadCursor(), o.ok(cur.Cursor()))]).violation
+    after_crash = program + [(o.Crash(), o.ok()), (o.ReadCursor(), o.ok(cur.Cursor())), got("a", m(1))]
+    assert run(SHARED, after_crash).ok, "a crash may undo an ack; the message then comes back"
+
+
+def test_describers_read_as_a_story():
+    assert describe_op(o.AcknowledgeCumulative(consumer="a", message=m(3))) == "a: acknowledge_cumulative m3"
+    assert describe_op(o.Send(keys=("x", "y"), batched=True)) == "send batch of 2 (keys ['x', 'y'])"
+    assert describe_op(o.Crash()) == "crash broker (kill -9)"
+    assert describe_completion(o.ok(o.Delivery(message=m(2, 1), redelivery_count=1))) == "ok m2.1 redelivery_count=1"
+    assert describe_completion(o.fail("ConsumerBusy")) == "fail (ConsumerBusy)"
+    verdict = run(SHARED, [*send(2), (o.Subscribe(consumer="a"), o.ok()), got("a", m(0))])
+    (state,) = verdict.states
+    assert describe_state(state) == ("t=0ms consumers=[a] available=[m1] held=[m0@a] acked=[] "
+                                     "cursor: markDelete=-1 deleted=none read=0")

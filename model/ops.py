@@ -48,9 +48,10 @@ class Subscribe:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Receive:
-    """`consumer.receive(timeout)`: a message, or nothing within the timeout."""
+    """`consumer.receive(timeout)`: a message, or nothing within the timeout (None: the target's default)."""
 
     consumer: str
+    timeout_ms: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

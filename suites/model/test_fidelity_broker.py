@@ -1,0 +1,130 @@
+"""The model's rules, checked on the real broker: each test runs a short program on Pulsar in
+lock-step with the model (which must accept every observation) and states the rule observed.
+
+These answer the open questions of the research notes with tests, not guesses. Timings are kept
+short: nack delays of 200 ms (the client's minimum is 100 ms).
+"""
+
+import pulsar
+import pytest
+
+from fixtures.targets.lockstep import Lockstep
+from model import ops as o
+from model.spec import Spec, SubscriptionType
+
+pytestmark = pytest.mark.broker
+
+SHARED = Spec(subscription_type=SubscriptionType.SHARED, nack_delay_ms=200)
+EXCLUSIVE = Spec(subscription_type=SubscriptionType.EXCLUSIVE, nack_delay_ms=200)
+m = o.MessageId
+
+
+def _program(pulsar_target, names, spec):
+    return Lockstep(pulsar_target, spec, names.topic().rsplit("/", 1)[1])
+
+
+def _publish(run, count):
+    for _ in range(count):
+        run.do(o.Send())
+
+
+def test_shared_nack_comes_back_after_the_delay_with_redelivery_count_one(pulsar_target, names):
+    run = _program(pulsar_target, names, SHARED)
+    _publish(run, 1)
+    run.do(o.Subscribe(consumer="a"))
+    assert run.receive("a", timeout_ms=2000) == o.Delivery(message=m(0), redelivery_count=0)
+    run.do(o.NegativeAcknowledge(consumer="a", message=m(0)))
+    assert [(d.message, d.redelivery_count) for d in run.drain("a")] == [(m(0), 1)]
+
+
+def test_closing_a_shared_consumer_moves_its_held_messages_to_the_others_uncounted(pulsar_target, names):
+    """Observed on 4.0.7: the redelivery count does not grow when a consumer's close hands its
+    messages to another consumer (the research notes expected +1, after apache/pulsar#5895)."""
+    run = _program(pulsar_target, names, SHARED.with_(receiver_queue_size=1))
+    _publish(run, 2)
+    run.do(o.Subscribe(consumer="a"))
+    held = run.receive("a", timeout_ms=2000)
+    run.do(o.Subscribe(consumer="b"))
+    run.do(o.Close(consumer="a"))
+    got = {(d.message, d.redelivery_count) for d in run.drain("b")}
+    assert (held.message, 0) in got
+
+
+def test_when_the_last_consumer_leaves_the_redelivery_count_starts_again_at_zero(pulsar_target, names):
+    run = _program(pulsar_target, names, SHARED)
+    _publish(run, 1)
+    run.do(o.Subscribe(consumer="a"))
+    run.receive("a", timeout_ms=2000)
+    run.do(o.NegativeAcknowledge(consumer="a", message=m(0)))
+    assert [d.redelivery_count for d in run.drain("a")] == [1]
+    run.do(o.Close(consumer="a"))
+    run.do(o.Subscribe(consumer="b"))
+    assert [(d.message, d.redelivery_count) for d in run.drain("b")] == [(m(0), 0)]
+
+
+def test_exclusive_redeliver_unacknowledged_rewinds_to_the_first_unacked_message(pulsar_target, names):
+    run = _program(pulsar_target, names, EXCLUSIVE)
+    _publish(run, 4)
+    run.do(o.Subscribe(consumer="a"))
+    assert [d.message for d in run.drain("a", idle_ms=500)] == [m(0), m(1), m(2), m(3)]
+    run.do(o.Acknowledge(consumer="a", message=m(1)))
+    run.do(o.Tick(ms=300))  # let the grouped ack reach the broker before the rewind
+    run.do(o.RedeliverUnacknowledgedMessages(consumer="a"))
+    assert [(d.message, d.redelivery_count) for d in run.drain("a")] == [(m(0), 0), (m(2), 0), (m(3), 0)]
+
+
+@pytest.mark.parametrize("client_batch_index_ack, expected", [(False, [m(0, 0), m(0, 1), m(0, 2)]), (True, [m(0, 2)])],
+                         ids=["without-batch-index-ack", "with-batch-index-ack"])
+def test_a_partly_acked_batch_comes_back_whole_unless_batch_index_ack_is_on(
+        pulsar_target, names, client_batch_index_ack, expected):
+    run = _program(pulsar_target, names, SHARED.with_(client_batch_index_ack=client_batch_index_ack))
+    run.do(o.Send(keys=(None, None, None), batched=True))
+    run.do(o.Subscribe(consumer="a"))
+    assert [d.message for d in run.drain("a", idle_ms=500)] == [m(0, 0), m(0, 1), m(0, 2)]
+    run.do(o.Acknowledge(consumer="a", message=m(0, 0)))
+    run.do(o.Acknowledge(consumer="a", message=m(0, 1)))
+    run.do(o.Close(consumer="a"))
+    run.do(o.Subscribe(consumer="b"))
+    assert [d.message for d in run.drain("b")] == expected
+
+
+def test_dead_letter_policy_lets_the_application_see_max_plus_one_deliveries(pulsar_target, pulsar_client, names):
+    run = _program(pulsar_target, names, SHARED.with_(max_redeliver_count=1))
+    dead_letters = pulsar_client.subscribe(f"{pulsar_target.topic}-conformance-DLQ", "dlq",
+                                           initial_position=pulsar.InitialPosition.Earliest)
+    _publish(run, 1)
+    run.do(o.Subscribe(consumer="a"))
+    assert run.receive("a", timeout_ms=2000).redelivery_count == 0
+    run.do(o.NegativeAcknowledge(consumer="a", message=m(0)))
+    assert [d.redelivery_count for d in run.drain("a")] == [1]
+    run.do(o.NegativeAcknowledge(consumer="a", message=m(0)))
+    assert run.drain("a") == [], "after max_redeliver_count redeliveries it goes to the DLQ"
+    assert dead_letters.receive(5000).data() == b"0"
+
+
+def test_key_shared_keeps_each_key_on_one_consumer(pulsar_target, names):
+    run = _program(pulsar_target, names, SHARED.with_(subscription_type=SubscriptionType.KEY_SHARED))
+    run.do(o.Subscribe(consumer="a"))
+    run.do(o.Subscribe(consumer="b"))
+    for key in ["k1", "k2", "k3", "k4"] * 3:
+        run.do(o.Send(keys=(key,)))
+    owners = {}
+    for consumer in ("a", "b"):
+        while (delivery := run.receive(consumer, timeout_ms=500)) is not None:
+            owners.setdefault(delivery.key, set()).add(consumer)
+    run.drain()
+    assert sorted(owners) == ["k1", "k2", "k3", "k4"]
+    assert all(len(consumers) == 1 for consumers in owners.values())
+
+
+def test_an_unload_keeps_acks_and_the_reconnected_consumer_gets_the_unacked_again(pulsar_target, names):
+    run = _program(pulsar_target, names, SHARED)
+    _publish(run, 3)
+    run.do(o.Subscribe(consumer="a"))
+    assert len(run.drain("a", idle_ms=500)) == 3
+    run.do(o.Acknowledge(consumer="a", message=m(1)))
+    run.do(o.Tick(ms=300))
+    run.do(o.ReadCursor())
+    run.do(o.Unload())
+    again = [d.message for d in run.drain("a", idle_ms=1500)]
+    assert m(1) not in again

@@ -40,6 +40,10 @@ class Message:
     status: Status = Status.AVAILABLE
     holder: str | None = None
     delivered: bool = False
+    # Never dispatched to anyone as far as the model can tell: its first delivery must come in
+    # publish order. False once it may have sat in a receiver queue that was handed back (a
+    # consumer's close, a rewind, a reopened topic).
+    fresh: bool = True
     ack_confirmed: bool = False
     # An acked message whose ack may not have reached the broker when a redelivery was requested
     # may come back once: a duplicate the at-least-once contract allows.
@@ -76,10 +80,10 @@ class State:
     entries: tuple[int, ...] = ()  # batch size per entry (0 = not batched)
     consumers: tuple[Consumer, ...] = ()
     cursor: Cursor = Cursor()
-    # Key_Shared: key -> consumer it is bound to while that consumer stays connected.
-    key_owners: tuple[tuple[str, str], ...] = ()
-    # A consumer joined since the key was bound: keys may move to consumers that joined later.
-    joined_since: tuple[str, ...] = ()
+    # Key_Shared: (key, owner, movers): the key stays with its owner while it is connected; it may
+    # move only to a mover (a consumer that joined after the key was bound, or its previous owner,
+    # which may still have messages of the key in its receiver queue).
+    key_owners: tuple[tuple[str | None, str, tuple[str, ...]], ...] = ()
 
     def with_(self, **changes: object) -> State:
         return replace(self, **changes)
@@ -106,7 +110,7 @@ class State:
         return connected[0].name if connected else None
 
     def key_owner(self, key: str | None) -> str | None:
-        for bound_key, owner in self.key_owners:
+        for bound_key, owner, _ in self.key_owners:
             if bound_key == key:
                 return owner
         return None

@@ -116,7 +116,7 @@ def _step_receive(state: State, op: o.Receive, completion: o.Completion) -> Resu
                or _redelivery_count_problem(state, message, delivery.redelivery_count))
     if problem is not None:
         return problem
-    first = not message.delivered
+    first = not message.delivered and message.fresh
     if message.status is Status.ACKED:
         delivered = message.with_(delivered=True, may_come_back=False)
     else:
@@ -154,7 +154,7 @@ def _delivery_status_problem(state: State, message: Message, consumer: str) -> V
 
 
 def _order_problem(message: Message, consumer: Consumer) -> Violation | None:
-    if message.delivered or _order_key(message.id) > consumer.last_first_delivery:
+    if message.delivered or not message.fresh or _order_key(message.id) > consumer.last_first_delivery:
         return None
     return Violation(guarantee=Guarantee.ORDER,
                      detail=f"{consumer.name} received {message.id} for the first time after a later message")
@@ -327,9 +327,11 @@ def _redeliver(state: State, consumer: str, at: int, *, window: tuple[int, int])
             changed[message.id] = _requested(state, message, at + lo, at + hi)
         elif message.status is Status.ACKED and not message.ack_confirmed and rewind:
             changed[message.id] = message.with_(may_come_back=True)
-        elif message.status is Status.AVAILABLE and message.delivered is False and not rewind:
-            # It may sit in this consumer's receiver queue: the broker counts it as redelivered too.
-            changed[message.id] = message.with_(count_hi=message.count_hi + 1)
+        elif message.status is Status.AVAILABLE:
+            # It may sit in this consumer's receiver queue (the client does not clear it): it may be
+            # dispatched again, a duplicate, and on Shared the broker counts it as redelivered.
+            bump = 0 if rewind else 1
+            changed[message.id] = message.with_(count_hi=message.count_hi + bump, may_come_back=True, fresh=False)
     state = _entries_come_back(replace_messages(state, changed), {message_id.entry for message_id in changed})
     return state.with_(cursor=cur.rewind(state.cursor)) if rewind else state
 
@@ -353,8 +355,12 @@ def _step_close(state: State, op: o.Close) -> Result:
     tracked = state.spec.subscription_type.tracks_redelivery_count
     # Observed on 4.0.7: the closed consumer's held messages go to the others with their redelivery
     # count unchanged (the research notes expected +1, after apache/pulsar#5895).
-    changed = {m.id: m.with_(status=Status.AVAILABLE, holder=None, back_from=None, back_by=None)
+    changed = {m.id: m.with_(status=Status.AVAILABLE, holder=None, back_from=None, back_by=None, fresh=False)
                for m in state.messages if m.status is Status.HELD and m.holder == op.consumer}
+    if remaining:
+        # Messages in the closed consumer's receiver queue go to the others, out of publish order.
+        changed.update({m.id: m.with_(fresh=False) for m in state.messages
+                        if m.status is Status.AVAILABLE and m.fresh})
     state = _entries_come_back(replace_messages(state, changed), {message_id.entry for message_id in changed})
     if tracked and not remaining:
         # The last consumer is gone: the dispatcher drops its redelivery tracker (counts restart at 0).
@@ -399,7 +405,7 @@ def _step_reopen(state: State, *, persisted: bool) -> Result:
             elif message.count_hi:
                 changed[message.id] = message.with_(count_lo=0, count_hi=0)
         else:
-            changed[message.id] = message.with_(may_come_back=message.delivered or message.may_come_back,
+            changed[message.id] = message.with_(may_come_back=True, fresh=False,
                                                 back_from=None, back_by=None, count_lo=0, count_hi=0)
     state = replace_messages(state, changed)
     return state.with_(cursor=cur.rewind(state.cursor))

@@ -1,0 +1,108 @@
+"""The model as an executable broker: for a state and an op, one completion the model allows.
+
+This is what `--target model` runs and what the trace generator writes: an ideal Pulsar that
+takes the first choice wherever the real one may vary (due redeliveries before fresh messages, the
+earliest message first, every grouped ack flushed before a cursor read), with a seeded `Random`
+for the choices that are genuinely open (what a crash keeps). Faulty targets are built by
+changing one of these answers.
+"""
+
+from __future__ import annotations
+
+import random
+import zlib
+
+from model import cursor as cur
+from model import ops as o
+from model.spec import SubscriptionType
+from model.state import Message, State, Status
+from model.step import flush_acks
+
+
+def respond(state: State, op: o.Op, rng: random.Random) -> o.Completion:
+    at = state.now
+    match op:
+        case o.Send(keys=keys, batched=batched):
+            entry = len(state.entries)
+            ids = tuple(o.MessageId(entry, i) for i in range(len(keys))) if batched else (o.MessageId(entry),)
+            return o.ok(ids, at=at)
+        case o.Subscribe():
+            if state.spec.subscription_type is SubscriptionType.EXCLUSIVE and state.connected():
+                return o.fail("ConsumerBusy", at=at)
+            return o.ok(at=at)
+        case o.Receive(consumer=consumer):
+            return o.ok(pick_delivery(state, consumer), at=at)
+        case o.AcknowledgeCumulative() if not state.spec.subscription_type.allows_cumulative_ack:
+            return o.fail("CumulativeAcknowledgementNotAllowedError", at=at)
+        case o.Tick(ms=ms):
+            return o.ok(at=at + ms)
+        case o.ReadCursor():
+            return o.ok(broker_cursor(state), at=at)
+        case o.Crash():
+            return o.ok(at=at)
+        case _:
+            return o.ok(at=at)
+
+
+def broker_cursor(state: State) -> cur.Cursor:
+    """The cursor once every consumer's grouped acks have reached the broker."""
+    for consumer in state.connected():
+        state = flush_acks(state, consumer.name)
+    return state.cursor
+
+
+def dispatch_target(state: State, message: Message) -> str | None:
+    """Which connected consumer an ideal broker gives `message` to."""
+    connected = state.connected()
+    if not connected:
+        return None
+    kind = state.spec.subscription_type
+    if kind.single_active_consumer:
+        return connected[0].name
+    if kind is SubscriptionType.KEY_SHARED:
+        owner = state.key_owner(message.key)
+        if owner is not None and state.consumer(owner) is not None:
+            return owner
+        return connected[zlib.crc32(str(message.key).encode()) % len(connected)].name
+    return None  # Shared: whoever asks
+
+
+def _deliverable(state: State, message: Message, consumer: str) -> bool:
+    if message.status is Status.AVAILABLE:
+        pass
+    elif message.status is Status.HELD and message.back_from is not None and message.back_from <= state.now:
+        pass
+    else:
+        return False
+    target = dispatch_target(state, message)
+    return target is None or target == consumer
+
+
+def pick_delivery(state: State, consumer: str) -> o.Delivery | None:
+    """Due redeliveries first, then fresh messages, earliest first."""
+    candidates = [m for m in state.messages if _deliverable(state, m, consumer)]
+    if not candidates:
+        return None
+    message = min(candidates, key=lambda m: (not m.delivered, m.id))
+    count = message.count_lo if state.spec.subscription_type.tracks_redelivery_count else 0
+    return o.Delivery(message=message.id, redelivery_count=count, key=message.key)
+
+
+def run_random_program(spec, seed: int, steps: int) -> list[tuple[o.Op, o.Completion]]:
+    """A seeded random program over the op vocabulary, executed by the model: its expected trace."""
+    from model.step import Violation, step
+    from model.state import initial
+    from model.vocabulary import random_op
+
+    rng = random.Random(seed)
+    state = initial(spec)
+    trace = []
+    for _ in range(steps):
+        op = random_op(state, rng)
+        completion = respond(state, op, rng)
+        result = step(state, op, completion)
+        if isinstance(result, Violation):
+            raise AssertionError(f"the model rejected its own answer to {op}: {result.describe()}")
+        state = result
+        trace.append((op, completion))
+    return trace

@@ -1,0 +1,108 @@
+"""The op vocabulary and its preconditions: which concrete ops a program may take next.
+
+Both the stateful Hypothesis machines (suites/) and the trace generator (traces/) build programs
+from this one place, so a new op or a new precondition reaches every generator at once. Every
+candidate is an op the model can judge and every target can perform: acks and nacks name messages
+a consumer received, receives and closes name connected consumers.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+
+from model import ops as o
+from model.spec import SubscriptionType
+from model.state import State, Status
+
+CONSUMER_NAMES = ("c0", "c1", "c2")
+KEYS = ("k0", "k1", "k2", "k3")
+MAX_ENTRIES = 24
+
+
+def _send(state: State) -> tuple[o.Op, ...]:
+    if len(state.entries) >= MAX_ENTRIES:
+        return ()
+    keyed = state.spec.subscription_type is SubscriptionType.KEY_SHARED
+    singles = tuple(o.Send(keys=(k,)) for k in KEYS) if keyed else (o.Send(),)
+    if state.spec.receiver_queue_size == 0:
+        return singles  # a zero-queue consumer cannot take batches
+    batches = tuple(o.Send(keys=(k, k, k), batched=True) for k in KEYS[:2]) if keyed else (
+        o.Send(keys=(None, None, None), batched=True),)
+    return singles + batches
+
+
+def _subscribe(state: State) -> tuple[o.Op, ...]:
+    connected = {c.name for c in state.connected()}
+    free = [name for name in CONSUMER_NAMES if name not in connected]
+    return (o.Subscribe(consumer=free[0]),) if free else ()
+
+
+def _per_consumer(make: Callable[[str], o.Op]) -> Callable[[State], tuple[o.Op, ...]]:
+    return lambda state: tuple(make(c.name) for c in state.connected())
+
+
+def _held(make: Callable[[str, o.MessageId], o.Op]) -> Callable[[State], tuple[o.Op, ...]]:
+    return lambda state: tuple(make(m.holder, m.id) for m in state.messages
+                               if m.status is Status.HELD and state.consumer(m.holder) is not None)
+
+
+def _cumulative(state: State) -> tuple[o.Op, ...]:
+    return tuple(o.AcknowledgeCumulative(consumer=m.holder, message=m.id) for m in state.messages
+                 if m.status is Status.HELD and state.consumer(m.holder) is not None)
+
+
+def _seek(state: State) -> tuple[o.Op, ...]:
+    connected = state.connected()
+    if len(connected) != 1 or any(c.pending_acks for c in state.consumers if not c.connected):
+        return ()
+    consumer = connected[0].name
+    return tuple(o.Seek(consumer=consumer, message=m.id) for m in state.messages
+                 if m.id.index <= 0 and m.holder == consumer and m.status is Status.HELD)
+
+
+def _tick(state: State) -> tuple[o.Op, ...]:
+    lo, hi = state.spec.nack_window_ms
+    return (o.Tick(ms=hi + 50), o.Tick(ms=state.spec.ack_grouping_ms + 50))
+
+
+def _lifecycle(make: Callable[[], o.Op]) -> Callable[[State], tuple[o.Op, ...]]:
+    return lambda state: (make(),)
+
+
+CANDIDATES: dict[str, Callable[[State], tuple[o.Op, ...]]] = {
+    "send": _send,
+    "subscribe": _subscribe,
+    "receive": _per_consumer(lambda c: o.Receive(consumer=c)),
+    "acknowledge": _held(lambda c, m: o.Acknowledge(consumer=c, message=m)),
+    "acknowledge_cumulative": _cumulative,
+    "negative_acknowledge": _held(lambda c, m: o.NegativeAcknowledge(consumer=c, message=m)),
+    "redeliver_unacknowledged_messages": _per_consumer(lambda c: o.RedeliverUnacknowledgedMessages(consumer=c)),
+    "close": _per_consumer(lambda c: o.Close(consumer=c)),
+    "seek": _seek,
+    "tick": _tick,
+    "read_cursor": _lifecycle(o.ReadCursor),
+    "unload": _lifecycle(o.Unload),
+    "restart": _lifecycle(o.Restart),
+    "crash": _lifecycle(o.Crash),
+}
+
+# How often each kind is drawn by the random generator (Hypothesis chooses its own way).
+WEIGHTS = {"send": 8, "subscribe": 2, "receive": 12, "acknowledge": 6, "acknowledge_cumulative": 2,
+           "negative_acknowledge": 2, "redeliver_unacknowledged_messages": 1, "close": 1, "seek": 1,
+           "tick": 1, "read_cursor": 2, "unload": 1, "restart": 0, "crash": 0}
+
+
+def candidates(state: State, kind: str) -> tuple[o.Op, ...]:
+    """The concrete ops of `kind` that are enabled in `state` (empty: its precondition is false)."""
+    return CANDIDATES[kind](state)
+
+
+def random_op(state: State, rng: random.Random, weights: dict[str, int] = WEIGHTS) -> o.Op:
+    """One enabled op, drawn by weight among the enabled kinds, then uniformly among its candidates."""
+    kinds = [k for k, w in weights.items() if w > 0]
+    while True:
+        kind = rng.choices(kinds, weights=[weights[k] for k in kinds])[0]
+        options = candidates(state, kind)
+        if options:
+            return rng.choice(options)

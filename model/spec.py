@@ -9,7 +9,7 @@ delay 60 s, no ack timeout, receiver queue 1000).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from enum import StrEnum
 
 
@@ -18,6 +18,9 @@ class SubscriptionType(StrEnum):
     FAILOVER = "Failover"
     SHARED = "Shared"
     KEY_SHARED = "Key_Shared"
+
+    def __repr__(self) -> str:
+        return f"SubscriptionType.{self.name}"
 
     @property
     def allows_cumulative_ack(self) -> bool:
@@ -38,8 +41,11 @@ class InitialPosition(StrEnum):
     LATEST = "Latest"
     EARLIEST = "Earliest"
 
+    def __repr__(self) -> str:
+        return f"InitialPosition.{self.name}"
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
 class Spec:
     """Everything a verdict depends on. Equal specs give the same allowed behaviour."""
 
@@ -95,6 +101,12 @@ class Spec:
 
     def with_(self, **changes: object) -> Spec:
         return replace(self, **changes)
+
+    def __repr__(self) -> str:
+        """Runnable Python naming only what differs from the defaults."""
+        changed = [f"{f.name}={getattr(self, f.name)!r}" for f in fields(self)
+                   if getattr(self, f.name) != f.default]
+        return f"Spec({', '.join(changed)})"
 
     def describe(self) -> str:
         flags = [self.subscription_type.value, f"broker {self.broker_version}", self.client,

@@ -68,7 +68,8 @@ def check_nothing_lost(verdict: Verdict) -> Verdict:
         return verdict
     owed_per_state = []
     for state in verdict.states:
-        owed = [m.id for m in state.messages if m.status is Status.AVAILABLE] if state.connected() else []
+        dispatching = state.connected() and state.now >= state.paused_until
+        owed = [m.id for m in state.messages if m.status is Status.AVAILABLE] if dispatching else []
         if not owed:
             return verdict
         owed_per_state.append(owed)

@@ -80,6 +80,8 @@ def _deliverable(state: State, message: Message, consumer: str) -> bool:
 
 def pick_delivery(state: State, consumer: str) -> o.Delivery | None:
     """Due redeliveries first, then fresh messages, earliest first."""
+    if state.now < state.paused_until:
+        return None
     candidates = [m for m in state.messages if _deliverable(state, m, consumer)]
     if not candidates:
         return None

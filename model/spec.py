@@ -62,6 +62,9 @@ class Spec:
     ack_timeout_ms: int | None = None
     ack_timeout_tick_ms: int = 1000
     nack_delay_ms: int = 60_000
+    # broker: Failover waits this long after the active consumer changes before dispatching
+    # (activeConsumerFailoverDelayTimeMillis; observed on 4.0.7 for the first consumer too)
+    failover_delay_ms: int = 1000
     max_redeliver_count: int | None = None
     # how many deliveries the application sees before the DLQ: C++/Java max+1, Go max
     dlq_deliveries_are_max_plus_one: bool = True

@@ -80,6 +80,8 @@ class State:
     entries: tuple[int, ...] = ()  # batch size per entry (0 = not batched)
     consumers: tuple[Consumer, ...] = ()
     cursor: Cursor = Cursor()
+    # Failover: no dispatch before this time (the broker's delay after an active-consumer change).
+    paused_until: int = 0
     # Key_Shared: (key, owner, movers): the key stays with its owner while it is connected; it may
     # move only to a mover (a consumer that joined after the key was bound, or its previous owner,
     # which may still have messages of the key in its receiver queue).

@@ -96,7 +96,16 @@ def _step_subscribe(state: State, op: o.Subscribe, completion: o.Completion) -> 
     if completion.outcome is not o.Outcome.OK:
         return Violation(guarantee=Guarantee.SUBSCRIBE, detail=f"subscribe of {op.consumer} failed: {completion.error}")
     movers = tuple((k, owner, tuple(sorted(set(extra) | {op.consumer}))) for k, owner, extra in state.key_owners)
+    state = _pause_if_failover_switch(state, becomes_active=not state.connected())
     return state.with_(consumers=state.consumers + (Consumer(name=op.consumer),), key_owners=movers)
+
+
+def _pause_if_failover_switch(state: State, *, becomes_active: bool) -> State:
+    """Failover: the broker delays dispatch after the active consumer changes (observed on 4.0.7:
+    a new subscription's first consumer gets nothing for about a second)."""
+    if state.spec.subscription_type is not SubscriptionType.FAILOVER or not becomes_active:
+        return state
+    return state.with_(paused_until=state.now + state.spec.failover_delay_ms)
 
 
 # -- receive -------------------------------------------------------------------------------------
@@ -124,6 +133,11 @@ def _step_receive(state: State, op: o.Receive, completion: o.Completion) -> Resu
                                   may_come_back=False, back_from=state.now if message.may_come_back else None,
                                   back_by=None)
     delivered = delivered.with_(count_lo=delivery.redelivery_count, count_hi=delivery.redelivery_count)
+    window = state.spec.ack_timeout_window_ms
+    if window is not None and delivered.status is Status.HELD:
+        # Ack timeout: tracking starts when the application receives the message (PR #3079); the
+        # redelivery is requested between the timeout and one tracker tick after it.
+        delivered = _requested(state, delivered, state.now + window[0], state.now + window[1])
     state = replace_message(state, delivered)
     if first:
         state = replace_consumer(state, consumer.with_(last_first_delivery=max(consumer.last_first_delivery,
@@ -365,6 +379,7 @@ def _step_close(state: State, op: o.Close) -> Result:
     if tracked and not remaining:
         # The last consumer is gone: the dispatcher drops its redelivery tracker (counts restart at 0).
         state = state.with_(messages=tuple(m.with_(count_lo=0, count_hi=0) for m in state.messages))
+    state = _pause_if_failover_switch(state, becomes_active=bool(remaining) and state.active_consumer() == op.consumer)
     consumers = tuple(c.with_(connected=False) if c.name == op.consumer and c.connected else c for c in state.consumers)
     owners = tuple(b for b in state.key_owners if b[1] != op.consumer)
     return state.with_(consumers=consumers, key_owners=owners, cursor=cur.rewind(state.cursor) if not remaining else state.cursor)

@@ -62,8 +62,11 @@ def _seek(state: State) -> tuple[o.Op, ...]:
 
 
 def _tick(state: State) -> tuple[o.Op, ...]:
-    lo, hi = state.spec.nack_window_ms
-    return (o.Tick(ms=hi + 50), o.Tick(ms=state.spec.ack_grouping_ms + 50))
+    """Waits that close a window: the nack window, the ack grouping, the ack-timeout window."""
+    ticks = [o.Tick(ms=state.spec.nack_window_ms[1] + 50), o.Tick(ms=state.spec.ack_grouping_ms + 50)]
+    if state.spec.ack_timeout_window_ms is not None:
+        ticks.append(o.Tick(ms=state.spec.ack_timeout_window_ms[1] + 50))
+    return tuple(ticks)
 
 
 def _lifecycle(make: Callable[[], o.Op]) -> Callable[[State], tuple[o.Op, ...]]:

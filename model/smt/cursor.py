@@ -44,11 +44,39 @@ class CursorOp(StrEnum):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Topic:
-    """What the cursor is over: `entries` published entries, `batch_sizes[e]` messages in entry e."""
+    """What the cursor is over: `entries` published entries, `batch_sizes[e]` messages in entry e.
+
+    With `bound` None, facts about all positions are quantified (they hold for every topic size).
+    With a bound, the topic has at most `bound` entries and those facts are expanded over the
+    positions around them: quantifier-free, so Z3 always finds a counterexample when there is one
+    that small (model search with quantifiers may give up).
+    """
 
     entries: z3.ArithRef
-    batch_sizes: z3.ArrayRef  # Int -> Int, 1 for an entry that is not a batch
+    batch_sizes: z3.ArrayRef  # Int -> Int, read through `batch_size` (clamped to 1 .. max_batch)
     max_batch: int = MAX_BATCH
+    bound: int | None = None
+
+    def batch_size(self, entry: z3.ArithRef) -> z3.ArithRef:
+        """Messages in `entry` (1 when it is not a batch). Clamped rather than constrained by a
+        quantifier: a quantified bound on an array stalls Z3's model search (counterexamples)."""
+        raw = self.batch_sizes[entry]
+        return z3.If(raw < 1, 1, z3.If(raw > self.max_batch, self.max_batch, raw))
+
+    def every_position(self, holds: Callable[[z3.ArithRef], z3.BoolRef]) -> z3.BoolRef:
+        """`holds(e)` for every position e (every Int; with a bound, -2 .. bound+1)."""
+        if self.bound is None:
+            e = position()
+            return z3.ForAll([e], holds(e))
+        return z3.And([holds(z3.IntVal(e)) for e in range(-2, self.bound + 2)])
+
+    def every_index(self, holds: Callable[[z3.ArithRef, z3.ArithRef], z3.BoolRef]) -> z3.BoolRef:
+        """`holds(e, i)` for every position e and batch index i."""
+        if self.bound is None:
+            e, i = position(), position("i")
+            return z3.ForAll([e, i], holds(e, i))
+        return z3.And([holds(z3.IntVal(e), z3.IntVal(i)) for e in range(-2, self.bound + 2)
+                       for i in range(-1, self.max_batch + 1)])
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -79,9 +107,9 @@ def fresh_cursor(name: str) -> SymCursor:
                      read_position=z3.Int(f"{name}.read"))
 
 
-def fresh_topic(name: str = "topic", *, max_batch: int = MAX_BATCH) -> Topic:
+def fresh_topic(name: str = "topic", *, max_batch: int = MAX_BATCH, bound: int | None = None) -> Topic:
     return Topic(entries=z3.Int(f"{name}.entries"), batch_sizes=z3.Array(f"{name}.batchSize", z3.IntSort(), z3.IntSort()),
-                 max_batch=max_batch)
+                 max_batch=max_batch, bound=bound)
 
 
 def fresh_args(name: str = "arg") -> Args:
@@ -99,30 +127,29 @@ def acknowledged(cursor: SymCursor, entry: z3.ArithRef) -> z3.BoolRef:
 
 
 def well_formed_topic(topic: Topic) -> z3.BoolRef:
-    e = position()
-    size = topic.batch_sizes[e]
-    return z3.And(topic.entries >= 0, z3.ForAll([e], z3.And(1 <= size, size <= topic.max_batch)))
+    if topic.bound is None:
+        return topic.entries >= 0
+    return z3.And(topic.entries >= 0, topic.entries <= topic.bound)
 
 
 def holes_normalized(topic: Topic, cursor: SymCursor) -> z3.BoolRef:
     """The ranges (maximal runs of deleted entries; disjoint and non-adjacent by construction) lie
     strictly above markDelete without touching it, inside the published entries; markDelete is one
     of them or -1."""
-    e = position()
-    return z3.And(-1 <= cursor.mark_delete, cursor.mark_delete < topic.entries,
-                  z3.ForAll([e], z3.Implies(cursor.deleted[e], z3.And(cursor.mark_delete + 1 < e, e < topic.entries))))
+    return z3.And(-1 <= cursor.mark_delete, cursor.mark_delete < topic.entries, topic.every_position(
+        lambda e: z3.Implies(cursor.deleted[e], z3.And(cursor.mark_delete + 1 < e, e < topic.entries))))
 
 
 def batch_normalized(topic: Topic, cursor: SymCursor) -> z3.BoolRef:
     """Batch indexes only for published entries that are not acknowledged, within the entry's
     batch, and never all of them (the entry is deleted when its last index is acked)."""
-    e, i = position(), position("i")
     indexes = range(topic.max_batch)
     return z3.And(
-        z3.ForAll([e, i], z3.Implies(cursor.batch[e, i], z3.And(
-            0 <= e, e < topic.entries, z3.Not(acknowledged(cursor, e)), 0 <= i, i < topic.batch_sizes[e]))),
-        z3.ForAll([e], z3.Implies(z3.Or([cursor.batch[e, j] for j in indexes]),
-                                  z3.Or([z3.And(j < topic.batch_sizes[e], z3.Not(cursor.batch[e, j])) for j in indexes]))))
+        topic.every_index(lambda e, i: z3.Implies(cursor.batch[e, i], z3.And(
+            0 <= e, e < topic.entries, z3.Not(acknowledged(cursor, e)), 0 <= i, i < topic.batch_size(e)))),
+        topic.every_position(lambda e: z3.Implies(
+            z3.Or([cursor.batch[e, j] for j in indexes]),
+            z3.Or([z3.And(j < topic.batch_size(e), z3.Not(cursor.batch[e, j])) for j in indexes]))))
 
 
 def normalized(topic: Topic, cursor: SymCursor) -> z3.BoolRef:
@@ -144,7 +171,7 @@ def unchanged(before: SymCursor, after: SymCursor, *, read_position: z3.ArithRef
                   after.read_position == (before.read_position if read_position is None else read_position))
 
 
-def settle(mark_delete: z3.ArithRef, deleted: z3.ArrayRef, batch: z3.ArrayRef, read_position: z3.ArithRef,
+def settle(topic: Topic, mark_delete: z3.ArithRef, deleted: z3.ArrayRef, batch: z3.ArrayRef, read_position: z3.ArithRef,
            after: SymCursor) -> z3.BoolRef:
     """`from_acknowledged`: markDelete advances while the next entry is deleted; deleted entries and
     batch indexes of entries at or below it (or deleted) are dropped; the read position is at least
@@ -153,7 +180,7 @@ def settle(mark_delete: z3.ArithRef, deleted: z3.ArrayRef, batch: z3.ArrayRef, r
     md = after.mark_delete
     return z3.And(
         md >= mark_delete,
-        z3.ForAll([e], z3.Implies(z3.And(mark_delete < e, e <= md), deleted[e])),
+        topic.every_position(lambda p: z3.Implies(z3.And(mark_delete < p, p <= md), deleted[p])),
         z3.Not(deleted[md + 1]),
         after.deleted == z3.Lambda([e], z3.And(deleted[e], e > md)),
         after.batch == z3.Lambda([e, i], z3.And(batch[e, i], e > md, z3.Not(deleted[e]))),
@@ -162,18 +189,18 @@ def settle(mark_delete: z3.ArithRef, deleted: z3.ArrayRef, batch: z3.ArrayRef, r
 
 # -- one relation per op -------------------------------------------------------------------------
 def acknowledge(topic: Topic, before: SymCursor, args: Args, after: SymCursor) -> z3.BoolRef:
-    return settle(before.mark_delete, z3.Store(before.deleted, args.entry, True), before.batch,
+    return settle(topic, before.mark_delete, z3.Store(before.deleted, args.entry, True), before.batch,
                   before.read_position, after)
 
 
 def acknowledge_cumulative(topic: Topic, before: SymCursor, args: Args, after: SymCursor) -> z3.BoolRef:
     target = z3.If(args.entry > before.mark_delete, args.entry, before.mark_delete)
-    return settle(target, before.deleted, before.batch, before.read_position, after)
+    return settle(topic, target, before.deleted, before.batch, before.read_position, after)
 
 
 def batch_complete(topic: Topic, before: SymCursor, args: Args) -> z3.BoolRef:
     """Acking `index` completes the batch: every other index of the entry is acked already."""
-    return z3.And([z3.Implies(j < topic.batch_sizes[args.entry], z3.Or(args.index == j, before.batch[args.entry, j]))
+    return z3.And([z3.Implies(j < topic.batch_size(args.entry), z3.Or(args.index == j, before.batch[args.entry, j]))
                    for j in range(topic.max_batch)])
 
 
@@ -186,7 +213,7 @@ def acknowledge_batch_index(topic: Topic, before: SymCursor, args: Args, after: 
                     after.read_position == before.read_position)
     return z3.If(acknowledged(before, entry), unchanged(before, after),
                  z3.If(batch_complete(topic, before, args),
-                       settle(before.mark_delete, z3.Store(before.deleted, entry, True), without_entry,
+                       settle(topic, before.mark_delete, z3.Store(before.deleted, entry, True), without_entry,
                               before.read_position, after),
                        partly))
 
@@ -209,13 +236,12 @@ def unload(topic: Topic, before: SymCursor, args: Args, after: SymCursor) -> z3.
 
 def crash(topic: Topic, before: SymCursor, args: Args, after: SymCursor) -> z3.BoolRef:
     """Any normalized state between the persisted floor and the state before the crash."""
-    e, i = position(), position("i")
     floor = args.floor
     return z3.And(
         normalized(topic, after), after.read_position == after.mark_delete + 1,
-        z3.ForAll([e], z3.And(z3.Implies(acknowledged(floor, e), acknowledged(after, e)),
-                              z3.Implies(acknowledged(after, e), acknowledged(before, e)))),
-        z3.ForAll([e, i], z3.And(
+        topic.every_position(lambda e: z3.And(z3.Implies(acknowledged(floor, e), acknowledged(after, e)),
+                                              z3.Implies(acknowledged(after, e), acknowledged(before, e)))),
+        topic.every_index(lambda e, i: z3.And(
             z3.Implies(z3.And(floor.batch[e, i], z3.Not(acknowledged(after, e))), after.batch[e, i]),
             z3.Implies(after.batch[e, i], z3.Or(before.batch[e, i], acknowledged(before, e))))))
 
@@ -234,22 +260,21 @@ TRANSITIONS: Mapping[CursorOp, Transition] = {
 def precondition(op: CursorOp, topic: Topic, before: SymCursor, args: Args) -> z3.BoolRef:
     """What the op's arguments must satisfy (the Python functions accept more; the broker does not)."""
     entry = args.entry
-    e, i = position(), position("i")
     match op:
         case CursorOp.ACKNOWLEDGE:
             return z3.And(0 <= entry, entry < topic.entries)
         case CursorOp.ACKNOWLEDGE_CUMULATIVE:
             return z3.And(-1 <= entry, entry < topic.entries)
         case CursorOp.ACKNOWLEDGE_BATCH_INDEX:
-            return z3.And(0 <= entry, entry < topic.entries, 0 <= args.index, args.index < topic.batch_sizes[entry])
+            return z3.And(0 <= entry, entry < topic.entries, 0 <= args.index, args.index < topic.batch_size(entry))
         case CursorOp.RESET:
             return z3.And(0 <= entry, entry <= topic.entries)
         case CursorOp.CRASH:
             floor = args.floor
             return z3.And(normalized(topic, floor),
-                          z3.ForAll([e], z3.Implies(acknowledged(floor, e), acknowledged(before, e))),
-                          z3.ForAll([e, i], z3.Implies(floor.batch[e, i],
-                                                       z3.Or(before.batch[e, i], acknowledged(before, e)))))
+                          topic.every_position(lambda e: z3.Implies(acknowledged(floor, e), acknowledged(before, e))),
+                          topic.every_index(lambda e, i: z3.Implies(floor.batch[e, i],
+                                                                    z3.Or(before.batch[e, i], acknowledged(before, e)))))
         case CursorOp.REWIND | CursorOp.UNLOAD:
             return z3.BoolVal(True)
     raise ValueError(f"unknown cursor op {op!r}")

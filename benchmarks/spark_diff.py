@@ -1,0 +1,329 @@
+"""Trace diff in Spark against the DuckDB floor, on the same Parquet, and generation speed.
+
+    python -m benchmarks.spark_diff [--sizes 1M,10M,50M] [--runs 1] [--work DIR] [--generate-events 200000]
+
+For each size, two corpora in the project's schema are built once (kept in --work and reused):
+real model programs (run_random_program over the 4 subscription types) tiled with fresh program
+ids up to the size, and a copy where 0.1% of the programs diverge (a changed observation, a
+truncated program or an extra step). Then `python -m traces diff` runs in a fresh process (wall
+time includes Python and Spark start-up) and the same diff (fingerprint prefilter, semi join,
+full join on the step, first divergence, signatures) runs in DuckDB in another fresh process.
+Peak memory is the summed RSS of the whole process tree (the JVM included), sampled every 50 ms.
+Both results are checked against the number of programs made divergent. Generation runs
+`python -m traces generate` and reports events per minute, with a profile of the model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import json
+import os
+import pstats
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PYTHON = sys.executable
+TEMPLATE_PROGRAMS = 250  # per spec
+STEPS = 50
+DIVERGENT_PER_MILLE = 1
+
+
+def _tree_rss(pid: int) -> int:
+    """Summed RSS in bytes of `pid` and all its descendants."""
+    children: dict[int, list[int]] = {}
+    rss: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+            children.setdefault(int(fields[1]), []).append(int(entry))
+            rss[int(entry)] = int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
+        except (OSError, IndexError, ValueError):
+            continue
+    total, stack = 0, [pid]
+    while stack:
+        current = stack.pop()
+        total += rss.get(current, 0)
+        stack.extend(children.get(current, []))
+    return total
+
+
+def measured(command: list[str], **kwargs) -> tuple[float, int, subprocess.CompletedProcess]:
+    """Run a command; wall seconds, peak process-tree RSS, the completed process."""
+    started = time.perf_counter()
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
+    peak = 0
+    done = threading.Event()
+    out: dict[str, str] = {}
+
+    def drain() -> None:
+        out["stdout"], out["stderr"] = process.communicate()
+        done.set()
+
+    threading.Thread(target=drain, daemon=True).start()
+    while not done.wait(0.05):
+        peak = max(peak, _tree_rss(process.pid))
+    wall = time.perf_counter() - started
+    return wall, peak, subprocess.CompletedProcess(command, process.returncode, out["stdout"], out["stderr"])
+
+
+# -- corpora ------------------------------------------------------------------------------------
+def build_template(path: Path) -> None:
+    """Real model programs: TEMPLATE_PROGRAMS per subscription type, STEPS steps each."""
+    import pyarrow.parquet as pq
+
+    from model.history import event_of, spec_id, spec_json
+    from model.simulate import run_random_program
+    from traces.schema import events_table
+    from traces.specs import parse_matrix
+
+    events = []
+    for spec in parse_matrix(None):
+        text, key = spec_json(spec), spec_id(spec)
+        for i in range(TEMPLATE_PROGRAMS):
+            try:
+                trace = run_random_program(spec, 1_000_000 + i, STEPS)
+            except AssertionError:
+                continue
+            events += [event_of(f"t{i:04d}", spec, n, op, c, spec_text=text, spec_key=key)
+                       for n, (op, c) in enumerate(trace)]
+    pq.write_table(events_table(events), path)
+
+
+def build_corpora(spark, template: Path, work: Path, events: int) -> tuple[Path, Path, int]:
+    """Expected and observed corpora of about `events` events; returns their paths and the number
+    of programs made divergent."""
+    from pyspark.sql import functions as F
+
+    from traces import corpus as c
+    from traces.schema import EVENT_SCHEMA, FIELDS, PARTITION
+    from traces.transforms import program_table
+
+    expected, observed = work / "expected", work / "observed"
+    truth_file = work / "truth.json"
+    if truth_file.exists() and (expected / c.MANIFEST).exists() and (observed / c.MANIFEST).exists():
+        return expected, observed, json.loads(truth_file.read_text())["divergent"]
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    base = spark.read.parquet(str(template)).select(*FIELDS).cache()
+    per_copy = base.count()
+    copies = max(1, round(events / per_copy))
+    tasks = max(2, min(64, copies // 4 or 1))
+    tiled = (spark.range(0, copies, 1, numPartitions=tasks).crossJoin(F.broadcast(base))
+             .withColumn("program_id", F.concat("program_id", F.lit("-"), F.lpad(F.col("id").cast("string"), 6, "0")))
+             .select(*FIELDS))
+    selector = F.pmod(F.xxhash64(PARTITION, "program_id"), F.lit(1000))
+    kind = F.pmod(F.xxhash64("program_id", F.lit(1)), F.lit(10))
+    at = F.pmod(F.xxhash64("program_id", F.lit(2)), F.lit(STEPS - 1)) + 1  # a truncation keeps step 0
+    divergent = selector < DIVERGENT_PER_MILLE
+    changed = divergent & (kind < 6) & (F.col("step") == at)
+    receive = F.col("op") == "receive"
+    observed_rows = (tiled
+                     .where(~(divergent & kind.isin(6, 7) & (F.col("step") >= at)))  # truncated programs
+                     .withColumn("redelivery_count", F.when(changed & receive & F.col("delivered_entry").isNotNull(),
+                                                            F.coalesce("redelivery_count", F.lit(0)) + 1)
+                                 .otherwise(F.col("redelivery_count")))
+                     .withColumn("outcome", F.when(changed & ~(receive & F.col("delivered_entry").isNotNull()), "info")
+                                 .otherwise(F.col("outcome")))
+                     .withColumn("error", F.when(changed & ~(receive & F.col("delivered_entry").isNotNull()),
+                                                 "TimeoutException: injected").otherwise(F.col("error"))))
+    last = tiled.where(divergent & kind.isin(8, 9) & (F.col("step") == F.lit(STEPS - 1)))
+    appended = {"step": F.col("step") + 1, "op": F.lit("read_cursor"), "outcome": F.lit("ok"), "cursor": F.lit("-1|")}
+    kept = ("program_id", "spec_id", "spec", "at")
+    extra = last.select(*[appended[f.name].cast(f.dataType).alias(f.name) if f.name in appended else
+                          F.col(f.name) if f.name in kept else F.lit(None).cast(f.dataType).alias(f.name)
+                          for f in EVENT_SCHEMA.fields])
+    for path, rows in ((expected, tiled), (observed, observed_rows.unionByName(extra))):
+        staging = path / c.EVENTS
+        rows.sortWithinPartitions(PARTITION, "program_id", "step").write.partitionBy(PARTITION).parquet(str(staging))
+        written = spark.read.schema(EVENT_SCHEMA).parquet(str(staging))
+        program_table(written).coalesce(2).write.parquet(str(path / c.PROGRAMS))
+        c.write_json(path / c.MANIFEST, {"format": c.FORMAT, "kind": "synthetic", "events": written.count()})
+    truth = tiled.where(divergent).select(PARTITION, "program_id").distinct().count()
+    truth_file.write_text(json.dumps({"divergent": truth}))
+    base.unpersist()
+    return expected, observed, truth
+
+
+# -- the DuckDB floor ---------------------------------------------------------------------------
+DUCKDB_DIFF = """
+CREATE TEMP TABLE paired AS
+SELECT coalesce(a.spec_id, b.spec_id) AS spec_id, coalesce(a.program_id, b.program_id) AS program_id,
+       CASE WHEN b.fingerprint IS NULL THEN 'only_expected' WHEN a.fingerprint IS NULL THEN 'only_observed'
+            WHEN a.fingerprint = b.fingerprint AND a.steps = b.steps THEN 'same' ELSE 'differs' END AS status,
+       a.steps AS expected_steps, b.steps AS observed_steps
+FROM read_parquet('{a}/programs/*.parquet') a FULL JOIN read_parquet('{b}/programs/*.parquet') b
+  ON a.spec_id = b.spec_id AND a.program_id = b.program_id;
+CREATE TEMP TABLE differing AS SELECT spec_id, program_id FROM paired WHERE status = 'differs';
+CREATE TEMP TABLE aligned AS
+WITH ea AS (SELECT * FROM read_parquet('{a}/events/*/*.parquet', hive_partitioning = true, hive_types = {{'spec_id': VARCHAR}})
+            SEMI JOIN differing USING (spec_id, program_id)),
+     eb AS (SELECT * FROM read_parquet('{b}/events/*/*.parquet', hive_partitioning = true, hive_types = {{'spec_id': VARCHAR}})
+            SEMI JOIN differing USING (spec_id, program_id))
+SELECT coalesce(ea.spec_id, eb.spec_id) AS spec_id, coalesce(ea.program_id, eb.program_id) AS program_id,
+       coalesce(ea.step, eb.step) AS step, ea.op AS e_op, eb.op AS o_op,
+       {differs} AS differs,
+       {e_class} AS expected_class, {o_class} AS observed_class
+FROM ea FULL JOIN eb ON ea.spec_id = eb.spec_id AND ea.program_id = eb.program_id AND ea.step = eb.step;
+CREATE TEMP TABLE divergences AS
+SELECT a.spec_id, a.program_id, first.step, coalesce(first.e_op, first.o_op) AS op, first.expected_class,
+       first.observed_class, a.e_steps, a.o_steps
+FROM (SELECT spec_id, program_id, min(step) FILTER (WHERE differs) AS first_step,
+             count(e_op) AS e_steps, count(o_op) AS o_steps FROM aligned GROUP BY ALL) a
+JOIN aligned first ON first.spec_id = a.spec_id AND first.program_id = a.program_id AND first.step = a.first_step;
+COPY divergences TO '{out}/divergences.parquet' (FORMAT parquet);
+COPY (SELECT op, spec_id, expected_class, observed_class, count(*) AS programs,
+             arg_min(program_id, greatest(e_steps, o_steps)) AS representative
+      FROM divergences GROUP BY ALL) TO '{out}/signatures.parquet' (FORMAT parquet);
+"""
+
+
+def _duckdb_sql(a: Path, b: Path, out: Path) -> str:
+    from traces.transforms import COMPARED
+
+    def col(side: str, name: str) -> str:
+        if name == "error_class":
+            return f"split_part({side}.error, ':', 1)"
+        return f"{side}.{name}"
+
+    differs = " OR ".join(f"{col('ea', c)} IS DISTINCT FROM {col('eb', c)}" for c in COMPARED)
+
+    def klass(side: str) -> str:
+        return (f"CASE WHEN {side}.op IS NULL THEN 'missing' WHEN {side}.outcome <> 'ok' THEN {side}.outcome || ':' || "
+                f"coalesce(split_part({side}.error, ':', 1), '?') WHEN {side}.op = 'receive' THEN CASE WHEN "
+                f"{side}.delivered_entry IS NULL THEN 'ok:nothing' WHEN {side}.redelivery_count > 0 THEN 'ok:redelivery' "
+                f"ELSE 'ok:delivery' END WHEN {side}.op = 'read_cursor' THEN 'ok:cursor' WHEN {side}.op = 'send' "
+                f"THEN 'ok:sent' ELSE 'ok' END")
+
+    return DUCKDB_DIFF.format(a=a, b=b, out=out, differs=differs, e_class=klass("ea"), o_class=klass("eb"))
+
+
+def duckdb_diff(a: str, b: str, out: str) -> None:
+    import duckdb
+
+    Path(out).mkdir(parents=True, exist_ok=True)
+    connection = duckdb.connect()
+    connection.execute(_duckdb_sql(Path(a), Path(b), Path(out)))
+    count = connection.execute(f"SELECT count(*) FROM read_parquet('{out}/divergences.parquet')").fetchone()[0]
+    print(json.dumps({"divergent_programs": count}))
+
+
+# -- generation -----------------------------------------------------------------------------------
+def profile_model(programs: int = 300) -> str:
+    from model.simulate import run_random_program
+    from model.spec import Spec
+
+    profiler = cProfile.Profile()
+    started = time.perf_counter()
+    profiler.enable()
+    events = sum(len(run_random_program(Spec(), seed, STEPS)) for seed in range(programs))
+    profiler.disable()
+    elapsed = time.perf_counter() - started
+    text = io.StringIO()
+    pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(8)
+    lines = [line for line in text.getvalue().splitlines() if line.strip()][-9:]
+    return f"model alone, one process, profiled: {events / elapsed * 60:,.0f} events/min\n" + "\n".join(lines)
+
+
+def measure_generation(work: Path, events: int) -> dict:
+    out = work / "generated"
+    programs = max(1, events // (4 * STEPS))
+    wall, peak, done = measured([PYTHON, "-m", "traces", "generate", "--out", str(out), "--programs", str(programs),
+                                 "--steps", str(STEPS), "--overwrite"], cwd=ROOT)
+    if done.returncode:
+        raise RuntimeError(done.stderr)
+    manifest = json.loads((out / "corpus.json").read_text())
+    return {"events": manifest["events"], "wall": wall, "generation_seconds": manifest["generation_seconds"],
+            "peak": peak}
+
+
+# -- main -----------------------------------------------------------------------------------------
+def _size(text: str) -> int:
+    text = text.strip().upper()
+    factor = {"K": 1_000, "M": 1_000_000}.get(text[-1], 1)
+    return int(float(text.rstrip("KM")) * factor)
+
+
+def _load() -> str:
+    return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1M,10M,50M")
+    parser.add_argument("--runs", type=int, default=1, help="diff runs per engine and size (the median is shown)")
+    parser.add_argument("--work", default=str(Path(tempfile.gettempdir()) / "spark_diff_bench"))
+    parser.add_argument("--generate-events", type=_size, default=200_000, help="0 skips the generation figure")
+    parser.add_argument("--duckdb-diff", nargs=3, metavar=("EXPECTED", "OBSERVED", "OUT"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.duckdb_diff:
+        duckdb_diff(*args.duckdb_diff)
+        return
+    work = Path(args.work).absolute()
+    work.mkdir(parents=True, exist_ok=True)
+    template = work / "template.parquet"
+    if not template.exists():
+        build_template(template)
+    from traces.session import spark_session
+
+    sizes = [_size(s) for s in args.sizes.split(",")]
+    spark = spark_session("local[*]")
+    corpora = {}
+    for size in sizes:
+        started = time.perf_counter()
+        corpora[size] = build_corpora(spark, template, work / f"{size // 1_000_000}M", size)
+        print(f"corpora of {size:,} events ready ({time.perf_counter() - started:.0f} s)", file=sys.stderr, flush=True)
+    spark.stop()
+    rows = []
+    for size, (expected, observed, truth) in corpora.items():
+        events = sum(json.loads((p / "corpus.json").read_text())["events"] for p in (expected, observed))
+        figures = {}
+        for engine in ("spark", "duckdb"):
+            runs = []
+            for _ in range(args.runs):
+                out = work / f"diff-{engine}-{size}"
+                shutil.rmtree(out, ignore_errors=True)
+                command = ([PYTHON, "-m", "traces", "diff", str(expected), str(observed), "--out", str(out), "-q"]
+                           if engine == "spark" else
+                           [PYTHON, "-m", "benchmarks.spark_diff", "--duckdb-diff", str(expected), str(observed), str(out)])
+                wall, peak, done = measured(command, cwd=ROOT)
+                if done.returncode:
+                    raise RuntimeError(f"{engine} diff failed:\n{done.stderr}")
+                found = (json.loads((out / "summary.json").read_text())["divergent_programs"] if engine == "spark"
+                         else json.loads(done.stdout)["divergent_programs"])
+                runs.append((wall, peak, found))
+            runs.sort()
+            figures[engine] = runs[len(runs) // 2]
+        rows.append((size, events, truth, figures))
+        print(f"{size:,}: spark {figures['spark'][0]:.1f} s, duckdb {figures['duckdb'][0]:.1f} s ({_load()})",
+              file=sys.stderr, flush=True)
+    print(f"\nTrace diff, 2 cores, local[*], wall time including process and session start ({_load()} at the end)\n")
+    print("| events per corpus | divergent programs (truth / spark / duckdb) | engine | wall s | events/s | peak RSS | Spark/DuckDB |")
+    print("|---|---|---|---|---|---|---|")
+    for size, events, truth, figures in rows:
+        ratio = figures["spark"][0] / figures["duckdb"][0]
+        for engine in ("spark", "duckdb"):
+            wall, peak, found = figures[engine]
+            print(f"| {size:,} | {truth} / {figures['spark'][2]} / {figures['duckdb'][2]} | {engine} | {wall:.1f} | "
+                  f"{events / wall / 1e6:.2f} M | {peak / 2**30:.2f} GiB | {f'{ratio:.1f}x' if engine == 'spark' else ''} |")
+    if args.generate_events:
+        generated = measure_generation(work, args.generate_events)
+        print(f"\nGeneration through the model ({generated['events']:,} events, 4 specs, {STEPS} steps): "
+              f"{generated['events'] / generated['generation_seconds'] * 60:,.0f} events/min in the write stage, "
+              f"{generated['events'] / generated['wall'] * 60:,.0f} events/min wall (session start included), "
+              f"peak RSS {generated['peak'] / 2**30:.2f} GiB")
+        print(profile_model())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,131 @@
+"""Command line of the trace jobs.
+
+    python -m traces generate --out CORPUS [--programs N] [--steps S] [--seed X] [--matrix FIELD=V1,V2 ...]
+    python -m traces record --corpus CORPUS --out RECORDING --target model|pulsar|package.module:factory
+                            [--service-url pulsar://... --admin-url http://...]
+    python -m traces diff EXPECTED OBSERVED --out DIFF [--fail-on-divergence]
+    python -m traces validate PATH
+
+Every job takes --master (default local[*], or what spark-submit set), --driver-memory, --conf
+KEY=VALUE and --overwrite (an existing output is refused without it). Exit status: 0 done, 1 the
+diff found divergences and --fail-on-divergence was given, 2 bad input or usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+
+from traces.schema import CorpusError
+from traces.specs import MatrixError, parse_matrix
+from traces.targets import TargetError, TargetSpec
+
+log = logging.getLogger("traces")
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("spark")
+    group.add_argument("--master", default=None, help="Spark master URL (default: local[*], or spark-submit's)")
+    group.add_argument("--driver-memory", default=None, help="driver heap, e.g. 4g (local mode; default 4g)")
+    group.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark setting")
+    parser.add_argument("--quiet", "-q", action="store_true", help="only warnings and errors")
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="python -m traces", description="Trace corpora in Spark: generate, record, diff.")
+    sub = top.add_subparsers(dest="command", required=True)
+
+    gen = sub.add_parser("generate", help="seeded random programs executed by the model, as a corpus")
+    gen.add_argument("--out", required=True, help="corpus directory to write")
+    gen.add_argument("--programs", type=int, default=1000, help="programs per spec (default 1000)")
+    gen.add_argument("--steps", type=int, default=50, help="steps per program (default 50)")
+    gen.add_argument("--seed", type=int, default=0, help="corpus seed (default 0)")
+    gen.add_argument("--matrix", action="append", metavar="FIELD=V1,V2",
+                     help="a Spec field and its values; the specs are the product (default: the 4 subscription types)")
+    gen.add_argument("--chunk-programs", type=int, default=None, help="programs per task (default: ~100k events)")
+    gen.add_argument("--overwrite", action="store_true")
+    _common(gen)
+
+    rec = sub.add_parser("record", help="run a corpus's programs against a target; resumable")
+    rec.add_argument("--corpus", required=True, help="the corpus whose programs are run")
+    rec.add_argument("--out", required=True, help="recording directory (run again to resume)")
+    rec.add_argument("--target", default="model", help="model, pulsar or package.module:factory (default model)")
+    rec.add_argument("--service-url", default=None, help="pulsar://host:6650 (with --target pulsar)")
+    rec.add_argument("--admin-url", default=None, help="http://host:8080 (with --target pulsar)")
+    rec.add_argument("--chunk-programs", type=int, default=200, help="programs per chunk file (default 200)")
+    rec.add_argument("--overwrite", action="store_true", help="record again from scratch")
+    _common(rec)
+
+    diff = sub.add_parser("diff", help="first divergent step per program, grouped into signatures")
+    diff.add_argument("expected", help="corpus, Parquet events or JSON-lines history")
+    diff.add_argument("observed", help="corpus, Parquet events or JSON-lines history")
+    diff.add_argument("--out", required=True, help="directory for divergences/, signatures/, summary.json, report.html")
+    diff.add_argument("--overwrite", action="store_true")
+    diff.add_argument("--fail-on-divergence", action="store_true", help="exit 1 when any program diverges")
+    _common(diff)
+
+    val = sub.add_parser("validate", help="check a corpus, Parquet events or a history against the schema")
+    val.add_argument("path")
+    _common(val)
+    return top
+
+
+def _session(args: argparse.Namespace):
+    from traces.session import spark_session
+
+    conf = {}
+    for item in args.conf:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise SystemExit(f"error: --conf {item!r}: expected KEY=VALUE")
+        conf[key] = value
+    started = time.monotonic()
+    spark = spark_session(args.master, app=f"traces-{args.command}", driver_memory=args.driver_memory, conf=conf)
+    log.info("spark %s on %s ready in %.1f s", spark.version, spark.sparkContext.master, time.monotonic() - started)
+    return spark
+
+
+def _validate(spark, path: str) -> dict:
+    from traces import corpus as c
+
+    opened = c.open_corpus(spark, path)
+    problems = c.value_problems(opened.events)
+    if problems:
+        raise CorpusError(opened.path, problems)
+    programs = opened.program_table().count()
+    log.info("validate: %s matches the event schema (%d programs)", opened.path, programs)
+    return {"programs": programs}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO, stream=sys.stderr,
+                        format="%(asctime)s %(name)s: %(message)s", datefmt="%H:%M:%S")
+    try:
+        if args.command == "generate":
+            specs = parse_matrix(args.matrix)
+            from traces.jobs import generate
+
+            generate.run(_session(args), args.out, specs=specs, programs=args.programs, steps=args.steps,
+                         seed=args.seed, chunk=args.chunk_programs, overwrite=args.overwrite)
+        elif args.command == "record":
+            target = TargetSpec(name=args.target, service_url=args.service_url, admin_url=args.admin_url)
+            target.check()
+            from traces.jobs import record
+
+            record.run(_session(args), args.corpus, args.out, target=target, chunk_programs=args.chunk_programs,
+                       overwrite=args.overwrite)
+        elif args.command == "diff":
+            from traces.jobs import diff
+
+            summary = diff.run(_session(args), args.expected, args.observed, args.out, overwrite=args.overwrite)
+            if args.fail_on_divergence and summary["divergent_programs"]:
+                return 1
+        else:
+            _validate(_session(args), args.path)
+    except (CorpusError, MatrixError, TargetError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    return 0

@@ -1,0 +1,195 @@
+"""A corpus on disk, how it is opened (checked against the schema), and how outputs are written so
+that nothing already written is lost.
+
+    <corpus>/events/spec_id=<id>/*.parquet   the events (model.history.Event), partitioned by spec
+    <corpus>/programs/*.parquet              one row per program: steps, fingerprint, seed
+    <corpus>/corpus.json                     what made it (kind, seed, specs, counts), written last
+
+An input may also be a bare Parquet dataset or file of events (its per-program table is then
+computed on the fly), or a JSON-lines history. Outputs are built in a hidden staging directory next
+to the target and renamed into place when complete; an existing output is refused unless
+`overwrite`, and then it is replaced only after the new one is complete. Paths are local (or a
+shared mount on a cluster).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow.parquet as pq
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from traces import schema as s
+from traces.transforms import program_table
+
+EVENTS = "events"
+PROGRAMS = "programs"
+MANIFEST = "corpus.json"
+FORMAT = "pulsar-ack-traces/1"
+HISTORY_SUFFIXES = (".jsonl", ".ndjson", ".json")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Corpus:
+    path: Path
+    events: DataFrame
+    programs: DataFrame | None  # None: not stored, computed on demand
+    manifest: dict
+
+    def program_table(self) -> DataFrame:
+        return self.programs if self.programs is not None else program_table(self.events)
+
+
+def _read_parquet(spark: SparkSession, path: Path, types: dict[str, str]) -> DataFrame:
+    schema = s.spark_schema(types)
+    if s.exact_file_schema(path, types):
+        frame = spark.read.schema(schema).parquet(str(path))
+    else:  # lossless widening (checked by inspect_parquet): read as stored, cast in the select
+        frame = spark.read.parquet(str(path))
+    return frame.select(*(F.col(f.name).cast(f.dataType).alias(f.name) for f in schema.fields))
+
+
+def _is_history(path: Path) -> bool:
+    if path.suffix in HISTORY_SUFFIXES:
+        return True
+    with path.open("rb") as handle:
+        return handle.read(1) in (b"{", b"")
+
+
+def open_corpus(spark: SparkSession, path: str | os.PathLike) -> Corpus:
+    """Open and check a corpus directory, a Parquet dataset of events, or a JSON-lines history."""
+    base = Path(path).absolute()
+    if not base.exists():
+        raise s.CorpusError(base, "not found")
+    if base.is_file() and _is_history(base):
+        table = s.events_table(s.read_history(base))
+        return Corpus(path=base, events=spark.createDataFrame(table).select(*s.FIELDS), programs=None,
+                      manifest={"kind": "history"})
+    events_path = base / EVENTS if (base / EVENTS).is_dir() else base
+    programs_path = base / PROGRAMS
+    problems = s.inspect_parquet(events_path, s.EVENT_TYPES)
+    has_programs = events_path != base and programs_path.exists()
+    if has_programs:
+        problems += [f"{PROGRAMS}/{p}" for p in s.inspect_parquet(programs_path, s.PROGRAM_TYPES)]
+    manifest = read_manifest(base) if events_path != base else {}
+    if problems:
+        raise s.CorpusError(base, problems)
+    events = _read_parquet(spark, events_path, s.EVENT_TYPES).select(*s.FIELDS)
+    programs = _read_parquet(spark, programs_path, s.PROGRAM_TYPES) if has_programs else None
+    return Corpus(path=base, events=events, programs=programs, manifest=manifest)
+
+
+def spec_texts(corpus: Corpus) -> dict[str, str]:
+    """spec_id -> spec JSON: from corpus.json, else the first row of each spec_id=... directory."""
+    if corpus.manifest.get("specs"):
+        return dict(corpus.manifest["specs"])
+    events = corpus.path / EVENTS if (corpus.path / EVENTS).is_dir() else corpus.path
+    texts = {}
+    if events.is_dir():
+        for directory in sorted(events.glob(f"{s.PARTITION}=*")):
+            files = s.data_files(directory)
+            if files:
+                first = pq.ParquetFile(files[0]).read_row_group(0, columns=["spec"]).column(0)
+                if len(first):
+                    texts[directory.name.split("=", 1)[1]] = first[0].as_py()
+    if not texts:
+        texts = {r.spec_id: r.spec for r in corpus.events.groupBy(s.PARTITION).agg(F.first("spec").alias("spec")).collect()}
+    return texts
+
+
+def read_json(file: Path) -> dict:
+    try:
+        return json.loads(file.read_text())
+    except json.JSONDecodeError as error:
+        raise s.CorpusError(file, f"not JSON: {error}") from None
+
+
+def read_manifest(corpus: Path) -> dict:
+    file = corpus / MANIFEST
+    return read_json(file) if file.exists() else {}
+
+
+def write_json(file: Path, data: object) -> None:
+    """Write JSON atomically (a temporary file renamed over the target)."""
+    temporary = file.with_name(f".{file.name}.tmp-{uuid.uuid4().hex[:8]}")
+    temporary.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
+    os.replace(temporary, file)
+
+
+def value_problems(events: DataFrame, *, limit_note: str = "") -> list[str]:
+    """Values outside the vocabulary: unknown ops, bad outcomes, nulls in required columns, each
+    with a count and the first example. One aggregation over the given events."""
+    checks = {
+        "unknown op": ~F.col("op").isin(*s.KNOWN_OPS),
+        "outcome not ok/fail/info": ~F.col("outcome").isin(*s.OUTCOMES),
+        **{f"null {c}": F.col(c).isNull() for c in s.REQUIRED},
+        "negative step": F.col("step") < 0,
+    }
+    example = F.struct("spec_id", "program_id", "step", "op", "outcome")
+    aggregates = []
+    for i, cond in enumerate(checks.values()):
+        aggregates += [F.sum(F.when(cond, 1).otherwise(0)).alias(f"n{i}"),
+                       F.min(F.when(cond, example)).alias(f"e{i}")]
+    row = events.agg(*aggregates).collect()[0]
+    problems = []
+    for i, name in enumerate(checks):
+        count, first = row[f"n{i}"], row[f"e{i}"]
+        if count:
+            line = (f"{name}: {count} event(s){limit_note}, first: spec {first.spec_id} program {first.program_id} "
+                    f"step {first.step} (op {first.op!r}, outcome {first.outcome!r})")
+            problems.append(line + (f"; known ops: {', '.join(s.KNOWN_OPS)}" if name == "unknown op" else ""))
+    return problems
+
+
+# -- outputs ------------------------------------------------------------------------------------
+def check_overlap(target: Path, inputs: tuple[Path, ...]) -> None:
+    for source in inputs:
+        source = Path(source).absolute()
+        if target == source or target in source.parents or source in target.parents:
+            raise s.CorpusError(target, f"the output overlaps the input {source}; choose another output path")
+
+
+def refuse_existing(target: Path, *, overwrite: bool, inputs: tuple[Path, ...] = ()) -> None:
+    check_overlap(target, inputs)
+    if target.exists() and not overwrite:
+        raise s.CorpusError(target, "already exists; refusing to overwrite it (pass --overwrite to replace it "
+                                    "once the new output is complete)")
+
+
+@contextmanager
+def staged_output(path: str | os.PathLike, *, overwrite: bool, inputs: tuple[Path, ...] = ()) -> Iterator[Path]:
+    """A fresh staging directory that becomes `path` when the block completes; on any error the
+    staging directory is removed and an existing `path` is untouched."""
+    target = Path(path).absolute()
+    refuse_existing(target, overwrite=overwrite, inputs=inputs)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    token = uuid.uuid4().hex[:8]
+    staging = target.parent / f".{target.name}.staging-{token}"
+    staging.mkdir()
+    try:
+        yield staging
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    publish(staging, target, token=token)
+
+
+def publish(staging: Path, target: Path, *, token: str) -> None:
+    replaced = None
+    if target.exists():
+        replaced = target.parent / f".{target.name}.replaced-{token}"
+        os.rename(target, replaced)
+    os.rename(staging, target)
+    if replaced is not None:
+        if replaced.is_dir():
+            shutil.rmtree(replaced)
+        else:
+            replaced.unlink()

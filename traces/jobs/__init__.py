@@ -1,0 +1,1 @@
+"""The trace jobs: each reads, calls transforms from traces.transforms, writes."""

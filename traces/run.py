@@ -1,0 +1,275 @@
+"""What runs inside the executors: programs executed by the model (generate) or by a target
+(record), turned into Arrow batches of events in the event schema.
+
+Generation: task `t` of a `GenerationPlan` runs programs `start..stop` of one spec; program `i`
+has the id `p<i>` (zero-padded) and the seed `(seed << 32) | i`, so any program can be run again
+alone with `model.simulate.run_random_program(spec, program_seed(seed, i), steps)`. A program the
+model rejects (run_random_program raises AssertionError) is left out; the job lists it.
+
+Recording: the corpus's events come sorted by (spec, chunk, program, step); each program's op
+sequence is rebuilt with `model.history.op_of` and invoked on the target, and the recorded event
+keeps the op (so the op sequence is the corpus's whatever the target answers). An op the target
+cannot perform (it raises) is recorded as `fail` with the error `TargetError: ...`. Each finished
+program is appended to the chunk's journal (JSON lines ending in a commit line) before the next
+starts; a finished chunk becomes one Parquet file, written to a temporary name and renamed, and
+its journal is removed. A restart skips finished chunks and the committed programs of a journal.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import operator
+import os
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from model import ops as o
+from model.history import FIELDS, Event, event_of, from_json_line, op_of, spec_of, to_json_line
+from model.simulate import run_random_program
+from traces.schema import EVENT_ARROW, EVENT_FILE_ARROW, PARTITION
+from traces.targets import TargetSpec
+
+log = logging.getLogger("traces.run")
+BATCH_ROWS = 32_768
+_ROW = operator.attrgetter(*FIELDS)
+_PER_PROGRAM = ("program_id", "spec_id", "spec")
+
+
+def program_id(i: int, width: int) -> str:
+    return f"p{i:0{width}d}"
+
+
+def program_seed(seed: int, i: int) -> int:
+    return (seed << 32) | i
+
+
+def id_width(programs: int) -> int:
+    return max(6, len(str(max(programs - 1, 0))))
+
+
+def _batch(events: list[Event], repeated: list[tuple[int, tuple[str, str, str]]], schema: pa.Schema) -> pa.RecordBatch:
+    """Events as one batch; program id and spec are built per program (pa.repeat) rather than per row."""
+    columns = list(zip(*map(_ROW, events)))
+    arrays = []
+    for position, name in enumerate(FIELDS):
+        if name not in schema.names:
+            continue
+        if name in _PER_PROGRAM:
+            which = _PER_PROGRAM.index(name)
+            arrays.append(pa.concat_arrays([pa.repeat(pa.scalar(values[which]), count) for count, values in repeated]))
+        else:
+            arrays.append(pa.array(columns[position], type=schema.field(name).type))
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+# -- generate -----------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GenerationPlan:
+    specs: tuple[tuple[str, str], ...]  # (spec_id, spec JSON)
+    programs: int  # per spec
+    steps: int
+    seed: int
+    chunk: int  # programs per task
+
+    @property
+    def chunks_per_spec(self) -> int:
+        return -(-self.programs // self.chunk)
+
+    @property
+    def tasks(self) -> int:
+        return len(self.specs) * self.chunks_per_spec
+
+    def task(self, number: int) -> tuple[int, int, int]:
+        """(spec index, first program, end) of task `number`."""
+        spec_index, chunk = divmod(number, self.chunks_per_spec)
+        start = chunk * self.chunk
+        return spec_index, start, min(start + self.chunk, self.programs)
+
+
+def generate_batches(plan: GenerationPlan, tasks: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """mapInArrow body: task numbers in, event batches out."""
+    width = id_width(plan.programs)
+    for task_batch in tasks:
+        for number in task_batch.column(0).to_pylist():
+            spec_index, start, stop = plan.task(number)
+            key, text = plan.specs[spec_index]
+            spec = spec_of(text)
+            events: list[Event] = []
+            repeated: list[tuple[int, tuple[str, str, str]]] = []
+            for i in range(start, stop):
+                pid = program_id(i, width)
+                try:
+                    trace = run_random_program(spec, program_seed(plan.seed, i), plan.steps)
+                except AssertionError:
+                    continue  # the model rejected its own answer: listed by the job, not written
+                events.extend(event_of(pid, spec, step, op, completion, spec_text=text, spec_key=key)
+                              for step, (op, completion) in enumerate(trace))
+                repeated.append((len(trace), (pid, key, text)))
+                if len(events) >= BATCH_ROWS:
+                    yield _batch(events, repeated, EVENT_ARROW)
+                    events, repeated = [], []
+            if events:
+                yield _batch(events, repeated, EVENT_ARROW)
+
+
+# -- record -------------------------------------------------------------------------------------
+RECORD_STATUS = pa.schema([("spec_id", pa.string()), ("chunk", pa.int32()), ("programs", pa.int32()),
+                           ("resumed", pa.int32()), ("events", pa.int64()), ("seconds", pa.float64())])
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RecordPlan:
+    out: str  # the recording's directory (events/ and _journal/ below it)
+    target: TargetSpec
+    run: str  # unique per record invocation: fresh topic names on a real broker
+
+
+def chunk_file(out: str | Path, key: str, chunk: int) -> Path:
+    return Path(out) / "events" / f"{PARTITION}={key}" / f"chunk-{chunk:05d}.parquet"
+
+
+def journal_file(out: str | Path, key: str, chunk: int) -> Path:
+    return Path(out) / "_journal" / f"{PARTITION}={key}" / f"chunk-{chunk:05d}.jsonl"
+
+
+def read_journal(file: Path) -> dict[str, list[Event]]:
+    """Committed programs of a journal; an unfinished tail (a crash mid-program) is cut off."""
+    if not file.exists():
+        return {}
+    committed: dict[str, list[Event]] = {}
+    pending: list[Event] = []
+    good_end = 0
+    with file.open("rb") as handle:
+        for raw in handle:
+            if not raw.endswith(b"\n"):
+                break
+            line = raw.decode()
+            if line.startswith('{"commit"'):
+                marker = json.loads(line)
+                if len(pending) == marker["events"] and all(e.program_id == marker["commit"] for e in pending):
+                    committed[marker["commit"]] = pending
+                pending = []
+                good_end = handle.tell()
+            else:
+                pending.append(from_json_line(line, where=f"{file}: "))
+    if good_end != file.stat().st_size:
+        with file.open("r+b") as handle:
+            handle.truncate(good_end)
+    return committed
+
+
+def _source_event(row: dict) -> Event:
+    values = {name: row[name] for name in FIELDS}
+    if values["keys"] is not None:
+        values["keys"] = tuple(values["keys"])
+    return Event(**values)
+
+
+def record_program(target, rows: list[dict], run: str) -> list[Event]:
+    """Run one program's ops on the target; every op is recorded, whatever the target answers."""
+    first = rows[0]
+    spec = spec_of(first["spec"])
+    pid, key, text = first["program_id"], first["spec_id"], first["spec"]
+    broken = None
+    try:
+        target.reset(spec, f"{pid}-{run}")
+    except Exception as error:  # noqa: BLE001 - a target that cannot start the program: every op fails
+        broken = f"TargetError: reset: {type(error).__name__}: {error}"
+    events, at = [], 0
+    for row in rows:
+        op = op_of(_source_event(row))
+        if broken is not None:
+            completion = o.fail(broken, at=at)
+        else:
+            try:
+                completion = target.invoke(op)
+            except Exception as error:  # noqa: BLE001 - recorded, the program goes on
+                completion = o.fail(f"TargetError: {type(error).__name__}: {error}", at=at)
+        at = max(at, completion.at)
+        events.append(event_of(pid, spec, row["step"], op, completion, spec_text=text, spec_key=key))
+    return events
+
+
+def _write_atomically(table: pa.Table, file: Path) -> None:
+    file.parent.mkdir(parents=True, exist_ok=True)
+    temporary = file.with_name(f".{file.name}.tmp-{uuid.uuid4().hex[:8]}")
+    pq.write_table(table, temporary, compression="snappy")
+    with temporary.open("rb") as handle:
+        os.fsync(handle.fileno())
+    os.replace(temporary, file)
+
+
+class _Chunk:
+    def __init__(self, plan: RecordPlan, key: str, chunk: int) -> None:
+        self.plan, self.key, self.chunk = plan, key, chunk
+        self.journal = journal_file(plan.out, key, chunk)
+        self.done = read_journal(self.journal)
+        self.resumed = len(self.done)
+        self.started = time.monotonic()
+        self.journal.parent.mkdir(parents=True, exist_ok=True)
+        self.handle = self.journal.open("a", encoding="utf-8")
+
+    def add(self, target, rows: list[dict]) -> None:
+        pid = rows[0]["program_id"]
+        if pid in self.done:
+            return
+        events = record_program(target, rows, self.plan.run)
+        self.handle.write("".join(to_json_line(e) + "\n" for e in events))
+        self.handle.write(json.dumps({"commit": pid, "events": len(events)}) + "\n")
+        self.handle.flush()
+        self.done[pid] = events
+
+    def finish(self) -> pa.RecordBatch:
+        self.handle.close()
+        events = [e for pid in sorted(self.done) for e in sorted(self.done[pid], key=lambda e: e.step)]
+        repeated = [(len(self.done[pid]), (pid, self.key, self.done[pid][0].spec)) for pid in sorted(self.done)]
+        if events:
+            batch = _batch(events, repeated, EVENT_FILE_ARROW)
+            _write_atomically(pa.Table.from_batches([batch]), chunk_file(self.plan.out, self.key, self.chunk))
+        self.journal.unlink(missing_ok=True)
+        seconds = time.monotonic() - self.started
+        log.warning("record: spec %s chunk %d: %d programs (%d resumed), %d events in %.1f s",
+                    self.key, self.chunk, len(self.done), self.resumed, len(events), seconds)
+        return pa.RecordBatch.from_pylist([{"spec_id": self.key, "chunk": self.chunk, "programs": len(self.done),
+                                            "resumed": self.resumed, "events": len(events), "seconds": seconds}],
+                                          schema=RECORD_STATUS)
+
+
+def record_batches(plan: RecordPlan, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """mapInArrow body: source events (plus `chunk`) sorted by spec, chunk, program, step in;
+    one status row per finished chunk out."""
+    target = None
+    chunk: _Chunk | None = None
+    program: list[dict] = []
+    try:
+        for batch in batches:
+            for row in batch.to_pylist():
+                if chunk is None or (row["spec_id"], row["chunk"]) != (chunk.key, chunk.chunk):
+                    if program:
+                        chunk.add(target, program)
+                        program = []
+                    if chunk is not None:
+                        yield chunk.finish()
+                    chunk = _Chunk(plan, row["spec_id"], row["chunk"])
+                elif program and row["program_id"] != program[0]["program_id"]:
+                    chunk.add(target, program)
+                    program = []
+                if target is None:
+                    target = plan.target.build()
+                program.append(row)
+        if chunk is not None:
+            if program:
+                chunk.add(target, program)
+            yield chunk.finish()
+    finally:
+        if chunk is not None and not chunk.handle.closed:
+            chunk.handle.close()
+        if target is not None:
+            target.close()

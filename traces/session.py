@@ -1,0 +1,118 @@
+"""The Spark session of the trace jobs: quiet, small, local by default, spark-submit friendly.
+
+Sized for a 2-core / 24 GiB machine in local mode (everything runs in the driver JVM): a 4 GiB
+heap, shuffle partitions at twice the cores (adaptive execution coalesces further), no UI, no
+console progress bar, Spark's own log at ERROR. Under `spark-submit` the master and memory come
+from spark-submit, and on a non-local master the project's packages are shipped to the executors.
+Progress of long jobs is logged from the driver (tasks done per stage) every few seconds.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import tempfile
+import threading
+import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+log = logging.getLogger("traces")
+
+DEFAULT_MASTER = "local[*]"
+DEFAULT_DRIVER_MEMORY = "4g"
+PACKAGES = ("model", "traces", "fixtures")
+_HERE = Path(__file__).resolve().parent
+
+
+def _under_spark_submit() -> bool:
+    return "PYSPARK_GATEWAY_PORT" in os.environ or "SPARK_SUBMIT_OPTS" in os.environ
+
+
+def _local_cores(master: str) -> int:
+    if master.startswith("local[") and master[6:-1].isdigit():
+        return int(master[6:-1])
+    return os.cpu_count() or 2
+
+
+def spark_session(master: str | None = None, *, app: str = "traces", driver_memory: str | None = None,
+                  conf: dict[str, str] | None = None):
+    """Get or create the session; `master` None means local[*] unless spark-submit chose one."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.appName(app)
+    submitted = _under_spark_submit()
+    if master is None and not submitted:
+        master = DEFAULT_MASTER
+    if master is not None:
+        builder = builder.master(master)
+    local = master is not None and master.startswith("local")
+    if local:
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    settings = {
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.sources.partitionColumnTypeInference.enabled": "false",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.adaptive.enabled": "true",
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+        "spark.python.worker.reuse": "true",
+        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{_HERE / 'log4j2.properties'}",
+    }
+    if local:
+        settings.update({
+            "spark.driver.memory": driver_memory or DEFAULT_DRIVER_MEMORY,
+            "spark.sql.shuffle.partitions": str(max(4, 2 * _local_cores(master))),
+            "spark.local.dir": os.environ.get("TRACES_SPARK_LOCAL_DIR", tempfile.gettempdir()),
+        })
+    elif driver_memory:
+        settings["spark.driver.memory"] = driver_memory
+    settings.update(conf or {})
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    logging.getLogger("py4j").setLevel(logging.WARNING)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    if not local and not spark.sparkContext.master.startswith("local"):
+        ship_packages(spark)
+    return spark
+
+
+def ship_packages(spark) -> None:
+    """Zip this project's packages and add them to the executors' Python path (cluster masters)."""
+    root = _HERE.parent
+    archive = Path(tempfile.mkdtemp(prefix="traces-code-")) / "pulsar_ack_conformance.zip"
+    with zipfile.ZipFile(archive, "w") as zipped:
+        for package in PACKAGES:
+            for file in (root / package).rglob("*"):
+                if file.suffix in (".py", ".properties") and "__pycache__" not in file.parts:
+                    zipped.write(file, file.relative_to(root))
+    spark.sparkContext.addPyFile(str(archive))
+
+
+@contextmanager
+def progress(spark, what: str, every_s: float = 5.0) -> Iterator[None]:
+    """Log `what` and the tasks done per active stage every `every_s` seconds while the block runs."""
+    tracker = spark.sparkContext.statusTracker()
+    stop = threading.Event()
+
+    def report() -> None:
+        last = None
+        while not stop.wait(every_s):
+            stages = [tracker.getStageInfo(i) for i in tracker.getActiveStageIds()]
+            parts = [f"stage {s.stageId}: {s.numCompletedTasks}/{s.numTasks} tasks" for s in stages if s]
+            line = "; ".join(parts) or "planning"
+            if line != last:
+                log.info("%s: %s", what, line)
+                last = line
+
+    thread = threading.Thread(target=report, name=f"progress-{what}", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=1)

@@ -21,6 +21,7 @@ Invariants (proved over symbolic cursors in suites/invariants, and checked by `c
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -36,7 +37,12 @@ class Cursor:
     read_position: int = 0
 
     def is_acknowledged(self, entry: int) -> bool:
-        return entry <= self.mark_delete or any(lower < entry <= upper for lower, upper in self.individually_deleted)
+        if entry <= self.mark_delete:
+            return True
+        ranges = self.individually_deleted
+        # Ranges are sorted and disjoint: the only candidate is the first whose upper end >= entry.
+        at = bisect_left(ranges, entry, key=lambda r: r[1])
+        return at < len(ranges) and ranges[at][0] < entry
 
     def acked_indexes(self, entry: int) -> frozenset[int]:
         """Batch indexes of `entry` acked so far (empty unless the entry is a partly acked batch)."""
@@ -58,8 +64,11 @@ def from_acknowledged(acked: Iterable[int], *, mark_delete: int = -1, batch_dele
                       read_position: int = 0) -> Cursor:
     """The canonical cursor whose acknowledged entries are `acked` plus everything <= mark_delete."""
     entries = sorted({e for e in acked if e > mark_delete})
-    while entries and entries[0] == mark_delete + 1:
-        mark_delete = entries.pop(0)
+    contiguous = 0
+    while contiguous < len(entries) and entries[contiguous] == mark_delete + 1:
+        mark_delete = entries[contiguous]
+        contiguous += 1
+    entries = entries[contiguous:]
     ranges: list[Range] = []
     for entry in entries:
         if ranges and ranges[-1][1] == entry - 1:
@@ -99,7 +108,7 @@ def delete_batch_index(cursor: Cursor, entry: int, index: int, batch_size: int) 
         return cursor
     indexes = cursor.acked_indexes(entry) | {index}
     others = tuple(b for b in cursor.batch_deleted if b[0] != entry)
-    if len(indexes) == batch_size:
+    if indexes >= frozenset(range(batch_size)):
         return delete(Cursor(mark_delete=cursor.mark_delete, individually_deleted=cursor.individually_deleted,
                              batch_deleted=others, read_position=cursor.read_position), [entry])
     return Cursor(mark_delete=cursor.mark_delete, individually_deleted=cursor.individually_deleted,

@@ -133,15 +133,21 @@ class _Encoding:
     calls: list[list[AckEvent]]  # per group, in call order
     facts: list[tuple[FactKind, int, int | None]] = field(default_factory=list)  # (kind, entry, event)
     constraints: list[str] = field(default_factory=list)  # SMT-LIB, one per fact
+    # per fact: (upward, atoms, floor entry): upward facts say "some k_g > t (or f_e)", downward
+    # ones "no k_g > t (and not f_e)"; every fact is one or the other (monotone in the k's)
+    shapes: list[tuple[bool, tuple[tuple[int, int], ...], int | None]] = field(default_factory=list)
     floor_entries: list[int] = field(default_factory=list)
 
     def fact(self, i: int) -> Fact:
         kind, entry, event = self.facts[i]
         return Fact(epoch=self.epoch, kind=kind, entry=entry, event=event)
 
-    def declarations(self) -> str:
+    def declarations(self, facts: Iterable[int] | None = None) -> str:
+        """The prefix lengths with their range, and the floor's variables (those `facts` use)."""
         ints = "".join(f"(declare-const k{g} Int)(assert (<= 0 k{g} {len(calls)}))" for g, calls in enumerate(self.calls))
-        return ints + "".join(f"(declare-const f{e} Bool)" for e in self.floor_entries)
+        floor = self.floor_entries if facts is None else sorted(
+            {e for i in facts if (e := self.shapes[i][2]) is not None})
+        return ints + "".join(f"(declare-const f{e} Bool)" for e in floor)
 
 
 def acknowledged_entries(cursor: cur.Cursor, entries: int) -> frozenset[int]:
@@ -197,40 +203,80 @@ def _encode(epoch: Epoch, number: int) -> _Encoding:
     for event in sorted(epoch.acks, key=lambda a: a.index):
         calls[group_of[(event.consumer, event.kind)]].append(event)
     encoding = _Encoding(epoch=number, groups=groups, calls=calls)
-    facts, constraints = encoding.facts, encoding.constraints
+    facts, constraints, shapes = encoding.facts, encoding.constraints, encoding.shapes
     for g, events in enumerate(calls):
         for position, event in enumerate(events):
             if event.status is AckStatus.APPLIED:
                 facts.append((FactKind.APPLIED, event.entry, event.index))
-                constraints.append(f"(>= k{g} {position + 1})")
+                constraints.append(f"(> k{g} {position})")
+                shapes.append((True, ((g, position),), None))
     n = epoch.entries
     floor_set = acknowledged_entries(epoch.floor, n)
     encoding.floor_entries = sorted(floor_set)
-    facts.extend((FactKind.FLOOR, e, None) for e in encoding.floor_entries)
-    constraints.extend(f"f{e}" for e in encoding.floor_entries)
+    for e in encoding.floor_entries:
+        facts.append((FactKind.FLOOR, e, None))
+        constraints.append(f"f{e}")
+        shapes.append((True, (), e))
     shown = acknowledged_entries(epoch.cursor, n) if epoch.cursor is not None else None
     redelivered = epoch.redelivered
     for e, atoms in enumerate(_thresholds(epoch, groups, calls)):
         terms = [f"(> k{g} {t})" for g, t in atoms]
-        if e in floor_set:
+        floor_var = e if e in floor_set else None
+        if floor_var is not None:
             terms.append(f"f{e}")
         acked = "false" if not terms else terms[0] if len(terms) == 1 else f"(or {' '.join(terms)})"
+        atoms = tuple(atoms)
         if shown is not None:
             facts.append((FactKind.CURSOR_ACKED, e, None) if e in shown else (FactKind.CURSOR_UNACKED, e, None))
             constraints.append(acked if e in shown else f"(not {acked})")
+            shapes.append((e in shown, atoms, floor_var))
         if redelivered is not None:
             facts.append((FactKind.REDELIVERED, e, None) if e in redelivered else (FactKind.NOT_REDELIVERED, e, None))
             constraints.append(f"(not {acked})" if e in redelivered else acked)
+            shapes.append((e not in redelivered, atoms, floor_var))
+    impossible = []
     if epoch.cursor is not None:
         beyond = [e for e in (epoch.cursor.mark_delete, *(u for _, u in epoch.cursor.individually_deleted)) if e >= n]
         if beyond:
-            facts.append((FactKind.CURSOR_BEYOND, min(beyond), None))
-            constraints.append("false")
-    for e in sorted(redelivered or ()):
-        if not 0 <= e < n:
-            facts.append((FactKind.REDELIVERED, e, None))
-            constraints.append("false")
+            impossible.append((FactKind.CURSOR_BEYOND, min(beyond), None))
+    impossible.extend((FactKind.REDELIVERED, e, None) for e in sorted(redelivered or ()) if not 0 <= e < n)
+    for fact in impossible:
+        facts.append(fact)
+        constraints.append("false")
+        shapes.append((True, (), None))
     return encoding
+
+
+def _suspects(encoding: _Encoding) -> list[int] | None:
+    """Facts that look contradictory, read off the monotone shape of the constraints: the largest
+    prefixes the downward facts allow, and the first upward fact that they leave false, with the
+    downward facts that bound it. Only a hint: Z3 checks it (and a general search follows if not)."""
+    bound = [len(calls) for calls in encoding.calls]
+    setter: list[int | None] = [None] * len(bound)
+    unfloored: dict[int, int] = {}
+    denied: dict[tuple[int, tuple[tuple[int, int], ...]], int] = {}  # (entry, atoms) -> a downward fact
+    for i, (upward, atoms, floor_var) in enumerate(encoding.shapes):
+        if upward:
+            continue
+        denied.setdefault((encoding.facts[i][1], atoms), i)
+        for g, t in atoms:
+            if t < bound[g]:
+                bound[g], setter[g] = t, i
+        if floor_var is not None:
+            unfloored.setdefault(floor_var, i)
+    for i, (upward, atoms, floor_var) in enumerate(encoding.shapes):
+        if not upward or any(bound[g] > t for g, t in atoms):
+            continue
+        if floor_var is not None and floor_var not in unfloored:
+            continue
+        opposite = denied.get((encoding.facts[i][1], atoms))
+        if atoms and opposite is not None and encoding.shapes[opposite][2] == floor_var:
+            return [i, opposite]  # two observations of the same entry disagree
+        suspects = {i} | {setter[g] for g, _ in atoms if setter[g] is not None}
+        if floor_var is not None:
+            suspects.add(unfloored[floor_var])
+        return sorted(suspects)
+    return None
 
 
 # -- deciding ------------------------------------------------------------------------------------
@@ -238,7 +284,7 @@ def _solver(encoding: _Encoding, groups: Sequence[Sequence[int]], rlimit: int) -
     """A solver holding the declarations and the constraints of the facts in `groups`, each group
     guarded by its own literal g<j> (assumed true to assert the group)."""
     solver = make_solver(rlimit=rlimit, unsat_cores=True)
-    parts = [encoding.declarations()]
+    parts = [encoding.declarations(i for group in groups for i in group)]
     for j, group in enumerate(groups):
         parts.append(f"(declare-const g{j} Bool)")
         # the same constraint twice in a block (the cursor and the redelivery agree) is asserted once
@@ -286,25 +332,46 @@ def _minimal_core(encoding: _Encoding, core: list[int], rlimit: int) -> list[int
     return kept
 
 
-def check_epoch(epoch: Epoch, *, number: int = 0, rlimit: int = DEFAULT_RLIMIT) -> AdmissibilityResult:
-    """Decide one epoch: the kept acks, a minimal core of contradictory facts, or unknown.
+def _plain_solver(encoding: _Encoding, rlimit: int) -> z3.Solver:
+    """All the facts asserted as they are (no guards: about twice as fast to decide)."""
+    solver = make_solver(rlimit=rlimit)
+    solver.from_string(encoding.declarations() + "".join(f"(assert {c})" for c in dict.fromkeys(encoding.constraints)))
+    return solver
 
-    The facts are guarded in blocks (about the square root of their number), so one check both
-    decides and, when the epoch is inadmissible, names the few blocks a contradiction needs; only
-    their facts are then tracked one by one and minimized."""
-    encoding = _encode(epoch, number)
+
+def _core_by_blocks(encoding: _Encoding, rlimit: int) -> list[int] | None | Unknown:
+    """Z3's core over all the facts, guarded in blocks (about the square root of their number),
+    then over the facts of the blocks in it, one by one."""
     count = len(encoding.facts)
     size = max(64, isqrt(count))
     blocks = [range(start, min(start + size, count)) for start in range(0, count, size)]
     decision = decide(_solver(encoding, blocks, rlimit), *_guards(blocks))
+    if decision.outcome is Outcome.UNKNOWN:
+        return Unknown(reason=str(decision.reason))
+    if decision.outcome is Outcome.SAT:
+        return None
+    return _contradictory(encoding, [i for literal in decision.core for i in blocks[int(str(literal)[1:])]], rlimit)
+
+
+def check_epoch(epoch: Epoch, *, number: int = 0, rlimit: int = DEFAULT_RLIMIT, hints: bool = True) -> AdmissibilityResult:
+    """Decide one epoch: the kept acks, a minimal core of contradictory facts, or unknown.
+
+    Z3 decides on all the facts at once. When they contradict each other, the facts suspected
+    from the constraints' monotone shape are checked by Z3 alone (a few facts, not thousands); if
+    they do not contradict each other, Z3's own core is searched for over guarded blocks. Either
+    way the core is then minimized by deletion. `hints=False` skips the suspects."""
+    encoding = _encode(epoch, number)
+    decision = decide(_plain_solver(encoding, rlimit))
     if decision.outcome is Outcome.SAT:
         return Admissible(witnesses=(_witness(epoch, number, encoding, decision.model),))
     if decision.outcome is Outcome.UNKNOWN:
         return Unknown(reason=f"epoch {number}: {decision.reason}")
-    suspects = [i for literal in decision.core for i in blocks[int(str(literal)[1:])]]
-    core = _contradictory(encoding, suspects, rlimit)
+    suspects = _suspects(encoding) if hints else None
+    core = _contradictory(encoding, suspects, rlimit) if suspects else None
+    if not isinstance(core, list):
+        core = _core_by_blocks(encoding, rlimit)
     if core is None:
-        return Unknown(reason=f"epoch {number}: the blocks contradict each other, their facts do not")
+        return Unknown(reason=f"epoch {number}: unsat as a whole, yet no core was found")
     if not isinstance(core, Unknown):
         core = _minimal_core(encoding, core, rlimit)
     if isinstance(core, Unknown):
@@ -312,13 +379,32 @@ def check_epoch(epoch: Epoch, *, number: int = 0, rlimit: int = DEFAULT_RLIMIT) 
     return Inadmissible(core=tuple(sorted(encoding.fact(i) for i in core)))
 
 
-def check_admissible(epochs: Sequence[Epoch], *, rlimit: int = DEFAULT_RLIMIT) -> AdmissibilityResult:
+def check_facts(epoch: Epoch, facts: Iterable[Fact], *, number: int = 0,
+                rlimit: int = DEFAULT_RLIMIT) -> AdmissibilityResult:
+    """Whether the given facts of the epoch (events applied, floor, observations) can all hold,
+    the others left out as unknown: a witness for them, or a minimal core among them."""
+    encoding = _encode(epoch, number)
+    wanted = set(facts)
+    chosen = [i for i in range(len(encoding.facts)) if encoding.fact(i) in wanted]
+    singles = [[i] for i in chosen]
+    decision = decide(_solver(encoding, singles, rlimit), *_guards(singles))
+    if decision.outcome is Outcome.SAT:
+        return Admissible(witnesses=(_witness(epoch, number, encoding, decision.model),))
+    if decision.outcome is Outcome.UNKNOWN:
+        return Unknown(reason=f"epoch {number}: {decision.reason}")
+    core = _minimal_core(encoding, sorted(chosen[int(str(literal)[1:])] for literal in decision.core), rlimit)
+    if isinstance(core, Unknown):
+        return Unknown(reason=f"epoch {number}: {core.reason}")
+    return Inadmissible(core=tuple(sorted(encoding.fact(i) for i in core)))
+
+
+def check_admissible(epochs: Sequence[Epoch], *, rlimit: int = DEFAULT_RLIMIT, hints: bool = True) -> AdmissibilityResult:
     """Decide every epoch on its own (each starts from its own floor): inadmissible as soon as one
     is, unknown if one is and none is inadmissible, else admissible with one witness per epoch."""
     witnesses: list[Witness] = []
     unknown = None
     for number, epoch in enumerate(epochs):
-        result = check_epoch(epoch, number=number, rlimit=rlimit)
+        result = check_epoch(epoch, number=number, rlimit=rlimit, hints=hints)
         match result:
             case Inadmissible():
                 return result

@@ -133,9 +133,10 @@ def well_formed_topic(topic: Topic) -> z3.BoolRef:
 
 
 def holes_normalized(topic: Topic, cursor: SymCursor) -> z3.BoolRef:
-    """The ranges (maximal runs of deleted entries; disjoint and non-adjacent by construction) lie
-    strictly above markDelete without touching it, inside the published entries; markDelete is one
-    of them or -1."""
+    """Holes in normal form, stated on this representation: the ranges are the maximal runs of
+    deleted entries, so they are disjoint and non-adjacent by construction; what is left to hold is
+    that every deleted entry lies above markDelete + 1 (no range touches markDelete, else it would
+    have advanced) and among the published entries, and that markDelete is -1 or published."""
     return z3.And(-1 <= cursor.mark_delete, cursor.mark_delete < topic.entries, topic.every_position(
         lambda e: z3.Implies(cursor.deleted[e], z3.And(cursor.mark_delete + 1 < e, e < topic.entries))))
 

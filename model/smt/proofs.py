@@ -70,6 +70,8 @@ class MessageState:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MessageCounterexample:
+    """A step of one message's redelivery counter where the rule or the invariant fails."""
+
     check: str
     op: RedeliveryOp | None
     tracked: bool  # Shared / Key_Shared
@@ -88,11 +90,17 @@ class MessageCounterexample:
 class Proved:
     property: str
 
+    def describe(self) -> str:
+        return f"{self.property}: proved"
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Refuted:
     property: str
     counterexample: CursorCounterexample | MessageCounterexample
+
+    def describe(self) -> str:
+        return f"{self.property}: refuted, {self.counterexample.describe()}"
 
 
 ProofResult = Proved | Refuted | Unknown
@@ -105,6 +113,9 @@ StateProperty = Callable[[sc.Topic, sc.SymCursor], z3.BoolRef]
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CursorProperty:
+    """A guarantee of the cursor: of each step of `ops` (`step`), and/or of every normalized
+    cursor (`state`), on the topics `assume` allows."""
+
     name: str
     ops: tuple[sc.CursorOp, ...] = tuple(sc.CursorOp)
     step: StepProperty | None = None

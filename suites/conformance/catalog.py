@@ -31,7 +31,7 @@ class Check:
 
 CHECKS = (
     Check(area="individual_ack", kinds=BASE + ("acknowledge", "read_cursor", "close"), specs=ALL_TYPES),
-    Check(area="cumulative_ack", kinds=BASE + ("acknowledge_cumulative", "acknowledge", "read_cursor"),
+    Check(area="cumulative_ack", kinds=BASE + ("acknowledge_cumulative", "close", "read_cursor"),
           specs=ALL_TYPES),
     Check(area="exclusive_and_failover", kinds=BASE + ("close", "acknowledge"),
           specs={"Exclusive": EXCLUSIVE, "Failover": FAILOVER}),
@@ -45,7 +45,7 @@ CHECKS = (
     Check(area="batches", kinds=BASE + ("acknowledge", "negative_acknowledge", "close", "read_cursor"),
           specs={"Shared": SHARED, "Shared-batch-index-ack": SHARED.with_(client_batch_index_ack=True),
                  "Exclusive-batch-index-ack": EXCLUSIVE.with_(client_batch_index_ack=True)}),
-    Check(area="seek", kinds=BASE + ("acknowledge", "seek", "read_cursor"),
+    Check(area="seek", kinds=BASE + ("acknowledge", "seek"),
           specs={"Exclusive": EXCLUSIVE, "Shared": SHARED}),
     Check(area="persistence", kinds=BASE + ("acknowledge", "acknowledge_cumulative", "read_cursor", "unload"),
           specs={"Exclusive": EXCLUSIVE, "Shared": SHARED}, broker_only_kinds=("restart", "crash")),

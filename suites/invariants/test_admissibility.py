@@ -130,6 +130,23 @@ def test_a_tiny_resource_limit_gives_unknown_not_a_verdict():
     assert isinstance(result, Unknown) and result.reason.startswith("epoch 0")
 
 
+def assert_minimal(epoch, core):
+    """The core's facts cannot all hold; without any one of them, the rest can."""
+    assert isinstance(adm.check_facts(epoch, core), adm.Inadmissible)
+    for left_out in core:
+        assert isinstance(adm.check_facts(epoch, set(core) - {left_out}), adm.Admissible), left_out.describe()
+
+
+@pytest.mark.parametrize("hints", [True, False], ids=["suspects first", "Z3 core over blocks"])
+def test_cores_are_minimal(hints):
+    acks = (ack(0, "c0", INDIVIDUAL, 2), ack(1, "c0", INDIVIDUAL, 0, APPLIED), ack(2, "c1", CUMULATIVE, 3))
+    epoch = Epoch(entries=5, floor=cur.from_acknowledged({4}), acks=acks, cursor=cur.from_acknowledged({0, 1}),
+                  redelivered=frozenset({2, 3}))
+    result = adm.check_admissible([epoch], hints=hints)
+    assert isinstance(result, adm.Inadmissible)
+    assert_minimal(epoch, result.core)
+
+
 @pytest.mark.parametrize("seed", range(3))
 def test_synthetic_crashes_are_admissible_and_one_contradiction_is_found_among_thousands(seed):
     epoch = adm.synthetic_epoch(random.Random(seed), 2_000)
@@ -142,3 +159,4 @@ def test_synthetic_crashes_are_admissible_and_one_contradiction_is_found_among_t
     result = adm.check_admissible([lying])
     assert isinstance(result, adm.Inadmissible), result
     assert result.core == (fact(FactKind.CURSOR_UNACKED, entry), fact(FactKind.NOT_REDELIVERED, entry))
+    assert_minimal(lying, result.core)

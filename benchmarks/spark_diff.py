@@ -116,6 +116,7 @@ def build_corpora(spark, template: Path, work: Path, events: int) -> tuple[Path,
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     base = spark.read.parquet(str(template)).select(*FIELDS).cache()
+    specs = {r.spec_id: r.spec for r in base.select(PARTITION, "spec").distinct().collect()}
     per_copy = base.count()
     copies = max(1, round(events / per_copy))
     tasks = max(2, min(64, copies // 4 or 1))
@@ -145,10 +146,11 @@ def build_corpora(spark, template: Path, work: Path, events: int) -> tuple[Path,
                           for f in EVENT_SCHEMA.fields])
     for path, rows in ((expected, tiled), (observed, observed_rows.unionByName(extra))):
         staging = path / c.EVENTS
-        rows.sortWithinPartitions(PARTITION, "program_id", "step").write.partitionBy(PARTITION).parquet(str(staging))
+        c.write_events(rows, staging, expected_events=events, specs=specs)
         written = spark.read.schema(EVENT_SCHEMA).parquet(str(staging))
         program_table(written).coalesce(2).write.parquet(str(path / c.PROGRAMS))
-        c.write_json(path / c.MANIFEST, {"format": c.FORMAT, "kind": "synthetic", "events": written.count()})
+        c.write_json(path / c.MANIFEST, {"format": c.FORMAT, "kind": "synthetic", "events": written.count(),
+                                         "specs": specs})
     truth = tiled.where(divergent).select(PARTITION, "program_id").distinct().count()
     truth_file.write_text(json.dumps({"divergent": truth}))
     base.unpersist()

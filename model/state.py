@@ -45,9 +45,10 @@ class Message:
     # consumer's close, a rewind, a reopened topic).
     fresh: bool = True
     ack_confirmed: bool = False
-    # An acked message whose ack may not have reached the broker when a redelivery was requested
-    # may come back once: a duplicate the at-least-once contract allows.
-    may_come_back: bool = False
+    # Extra deliveries the at-least-once contract allows beyond the normal ones: an acked message
+    # whose ack may not have reached the broker when a redelivery was requested, a message that
+    # may sit in a receiver queue when it is dispatched again, one more per repeated rewind.
+    spare: int = 0
     # A HELD message with a redelivery requested inside a window: back no earlier than `back_from`,
     # and certainly back (AVAILABLE) at `back_by`.
     back_from: int | None = None

@@ -127,11 +127,13 @@ def _step_receive(state: State, op: o.Receive, completion: o.Completion) -> Resu
         return problem
     first = not message.delivered and message.fresh
     if message.status is Status.ACKED:
-        delivered = message.with_(delivered=True, may_come_back=False)
+        delivered = message.with_(delivered=True, spare=max(message.spare - 1, 0))
     else:
-        delivered = message.with_(status=Status.HELD, holder=op.consumer, delivered=True,
-                                  may_come_back=False, back_from=state.now if message.may_come_back else None,
-                                  back_by=None)
+        window_open = message.back_from is not None and state.now >= message.back_from
+        # A delivery uses up the open redelivery window first, else one spare delivery.
+        spare = message.spare if window_open or message.status is Status.AVAILABLE else max(message.spare - 1, 0)
+        delivered = message.with_(status=Status.HELD, holder=op.consumer, delivered=True, spare=spare,
+                                  back_from=None, back_by=None)
     delivered = delivered.with_(count_lo=delivery.redelivery_count, count_hi=delivery.redelivery_count)
     window = state.spec.ack_timeout_window_ms
     if window is not None and delivered.status is Status.HELD:
@@ -153,12 +155,12 @@ def _delivery_status_problem(state: State, message: Message, consumer: str) -> V
     if message.status is Status.AVAILABLE:
         return None
     if message.status is Status.HELD:
-        if message.may_come_back or (message.back_from is not None and state.now >= message.back_from):
+        if message.spare or (message.back_from is not None and state.now >= message.back_from):
             return None
         return Violation(guarantee=Guarantee.NO_DUPLICATE_WITHOUT_CAUSE,
                          detail=f"{consumer} received {message.id}, which {message.holder} holds unacknowledged "
                                 "and nothing asked to redeliver")
-    if message.may_come_back:
+    if message.spare:
         return None
     if message.ack_confirmed:
         return Violation(guarantee=Guarantee.NO_REDELIVERY_AFTER_ACK,
@@ -246,7 +248,7 @@ def _step_acknowledge_cumulative(state: State, op: o.AcknowledgeCumulative, comp
         return Violation(guarantee=Guarantee.ACK, detail=f"cumulative ack of {op.message} failed: {completion.error}")
     covered = {m.id: m.with_(status=Status.ACKED, holder=None, back_from=None, back_by=None,
                              # prefetched but never received: may still come out of the receiver queue
-                             may_come_back=m.may_come_back or not m.delivered)
+                             spare=m.spare + (0 if m.delivered else 1))
                for m in state.messages if m.id <= op.message and m.status is not Status.ACKED}
     state = replace_messages(state, covered)
     return replace_consumer(state, consumer.with_(pending_acks=consumer.pending_acks + (("cumulative", op.message),)))
@@ -309,7 +311,7 @@ def _step_negative_acknowledge(state: State, op: o.NegativeAcknowledge, completi
         if target.status is Status.HELD and target.holder == op.consumer:
             changed[target.id] = _requested(state, target, completion.at + lo, completion.at + hi)
         elif target.status is Status.ACKED and not target.ack_confirmed or target.id.entry == message.id.entry:
-            changed[target.id] = target.with_(may_come_back=target.status is Status.ACKED or target.may_come_back)
+            changed[target.id] = target.with_(spare=target.spare + (1 if target.status is Status.ACKED else 0))
     return replace_messages(state, changed)
 
 
@@ -317,7 +319,7 @@ def _requested(state: State, message: Message, back_from: int, back_by: int) -> 
     """A redelivery of a held message was requested; it lands inside [back_from, back_by]."""
     bump = 1 if state.spec.subscription_type.tracks_redelivery_count else 0
     if _goes_to_dead_letter(state, message):
-        return message.with_(status=Status.ACKED, holder=None, back_from=None, back_by=None, may_come_back=False)
+        return message.with_(status=Status.ACKED, holder=None, back_from=None, back_by=None, spare=0)
     return message.with_(back_from=back_from, back_by=back_by,
                          count_lo=message.count_lo + bump, count_hi=message.count_hi + bump)
 
@@ -338,14 +340,18 @@ def _redeliver(state: State, consumer: str, at: int, *, window: tuple[int, int])
     changed = {}
     for message in state.messages:
         if message.status is Status.HELD and message.holder == consumer:
-            changed[message.id] = _requested(state, message, at + lo, at + hi)
+            requested = _requested(state, message, at + lo, at + hi)
+            if message.back_from is not None and requested.status is Status.HELD:
+                # A second request before the first landed: both may deliver it (a rewind each).
+                requested = requested.with_(spare=requested.spare + 1)
+            changed[message.id] = requested
         elif message.status is Status.ACKED and not message.ack_confirmed and rewind:
-            changed[message.id] = message.with_(may_come_back=True)
+            changed[message.id] = message.with_(spare=message.spare + 1)
         elif message.status is Status.AVAILABLE:
             # It may sit in this consumer's receiver queue (the client does not clear it): it may be
             # dispatched again, a duplicate, and on Shared the broker counts it as redelivered.
             bump = 0 if rewind else 1
-            changed[message.id] = message.with_(count_hi=message.count_hi + bump, may_come_back=True, fresh=False)
+            changed[message.id] = message.with_(count_hi=message.count_hi + bump, spare=message.spare + 1, fresh=False)
     state = _entries_come_back(replace_messages(state, changed), {message_id.entry for message_id in changed})
     return state.with_(cursor=cur.rewind(state.cursor)) if rewind else state
 
@@ -354,7 +360,7 @@ def _entries_come_back(state: State, entries: set[int]) -> State:
     """A redelivered batch entry comes back whole without batch-index acks (the broker deletes the
     entry only when every index is acked): its acked messages may be delivered again. With
     batch-index acks the broker filters the indexes it has; unconfirmed ones may still come back."""
-    changed = {m.id: m.with_(may_come_back=True) for m in state.messages
+    changed = {m.id: m.with_(spare=m.spare + 1) for m in state.messages
                if m.id.entry in entries and m.id.index >= 0 and m.status is Status.ACKED
                and not state.cursor.is_acknowledged(m.id.entry)
                and not (state.spec.batch_index_ack and m.ack_confirmed)}
@@ -393,11 +399,11 @@ def _step_seek(state: State, op: o.Seek) -> Result:
     for message in state.messages:
         if message.id.entry >= target:
             changed[message.id] = message.with_(status=Status.AVAILABLE, holder=None, back_from=None, back_by=None,
-                                                ack_confirmed=False, may_come_back=message.delivered,
+                                                ack_confirmed=False, spare=message.spare + int(message.delivered),
                                                 count_lo=0, count_hi=message.count_hi + 1)
         elif message.status is not Status.ACKED or not message.ack_confirmed:
             changed[message.id] = message.with_(status=Status.ACKED, holder=None, ack_confirmed=True,
-                                                may_come_back=False, back_from=None, back_by=None)
+                                                spare=0, back_from=None, back_by=None)
     state = replace_messages(state, changed)
     consumers = tuple(c.with_(last_first_delivery=-1) for c in state.consumers)
     return state.with_(cursor=cur.reset(state.cursor, target), consumers=consumers)
@@ -416,11 +422,11 @@ def _step_reopen(state: State, *, persisted: bool) -> Result:
     for message in state.messages:
         if message.status is Status.ACKED:
             if not persisted or not message.ack_confirmed:
-                changed[message.id] = message.with_(may_come_back=True, ack_confirmed=message.ack_confirmed and persisted)
+                changed[message.id] = message.with_(spare=message.spare + 1, ack_confirmed=message.ack_confirmed and persisted)
             elif message.count_hi:
                 changed[message.id] = message.with_(count_lo=0, count_hi=0)
         else:
-            changed[message.id] = message.with_(may_come_back=True, fresh=False,
+            changed[message.id] = message.with_(spare=message.spare + 1, fresh=False,
                                                 back_from=None, back_by=None, count_lo=0, count_hi=0)
     state = replace_messages(state, changed)
     return state.with_(cursor=cur.rewind(state.cursor))
@@ -446,7 +452,7 @@ def _step_read_cursor(state: State, completion: o.Completion) -> Result:
 
 def _maybe_acked_entries(state: State) -> frozenset[int]:
     """Entries whose ack is in doubt after a crash (the cursor may or may not still show them)."""
-    return frozenset(m.id.entry for m in state.messages if m.status is Status.ACKED and m.may_come_back)
+    return frozenset(m.id.entry for m in state.messages if m.status is Status.ACKED and m.spare)
 
 
 def _settle(state: State, observed: cur.Cursor) -> State:
@@ -462,7 +468,7 @@ def _settle(state: State, observed: cur.Cursor) -> State:
                 kind == "cumulative" and m >= message.id for c in state.connected() for kind, m in c.pending_acks):
             if message.id.index >= 0 and not state.spec.batch_index_ack:
                 continue  # a partial batch ack is held by the client; the entry is not deleted yet
-            changed[message.id] = message.with_(status=Status.AVAILABLE, ack_confirmed=False, may_come_back=False)
+            changed[message.id] = message.with_(status=Status.AVAILABLE, ack_confirmed=False, spare=0)
     state = replace_messages(state, changed)
     confirmed_cursor = cur.from_acknowledged(observed.acknowledged(len(state.entries)) - set(range(observed.mark_delete + 1)),
                                              mark_delete=observed.mark_delete, batch_deleted=state.cursor.batch_deleted,

@@ -114,6 +114,5 @@ def verify(check, spec: Spec, target, program_ids, target_name: str, config) -> 
 
     if target_name == "pulsar" and spec.receiver_queue_size == 0:
         pytest.skip("the pulsar target cannot drive receiver_queue_size=0 yet (receive() cannot time out)")
-    kinds = check.kinds + (check.broker_only_kinds if target_name != "model" else ())
-    run_conformance(target, spec, program_ids, kinds=kinds, settings_=settings_for(target_name, config),
-                    drain_idle_ms=30 if target_name == "model" else 300)
+    run_conformance(target, spec, program_ids, kinds=check.kinds, settings_=settings_for(target_name, config),
+                    drain_idle_ms=30 if target_name == "model" else 1000)

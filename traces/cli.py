@@ -54,7 +54,7 @@ def parser() -> argparse.ArgumentParser:
     rec.add_argument("--target", default="model", help="model, pulsar or package.module:factory (default model)")
     rec.add_argument("--service-url", default=None, help="pulsar://host:6650 (with --target pulsar)")
     rec.add_argument("--admin-url", default=None, help="http://host:8080 (with --target pulsar)")
-    rec.add_argument("--chunk-programs", type=int, default=200, help="programs per chunk file (default 200)")
+    rec.add_argument("--chunk-programs", type=int, default=500, help="programs per chunk file (default 500)")
     rec.add_argument("--overwrite", action="store_true", help="record again from scratch")
     _common(rec)
 

@@ -35,6 +35,13 @@ PROGRAMS = "programs"
 MANIFEST = "corpus.json"
 FORMAT = "pulsar-ack-traces/1"
 HISTORY_SUFFIXES = (".jsonl", ".ndjson", ".json")
+# The events' layout is designed for diffing: each file is sorted by (program, step) and written in
+# small pages with a page index, so a scan filtered on a few program ids reads only their pages.
+PAGE_ROWS = 2000
+ROW_GROUP_BYTES = 32 << 20
+EVENTS_PER_FILE = 4_000_000
+WRITE_OPTIONS = {"parquet.page.row.count.limit": str(PAGE_ROWS), "parquet.block.size": str(ROW_GROUP_BYTES),
+                 "compression": "snappy"}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -46,6 +53,18 @@ class Corpus:
 
     def program_table(self) -> DataFrame:
         return self.programs if self.programs is not None else program_table(self.events)
+
+
+def write_events(events: DataFrame, path: str | os.PathLike, *, expected_events: int, specs: dict[str, str]) -> None:
+    """Write events partitioned by spec: about EVENTS_PER_FILE per file, each sorted by program and
+    step. The spec's JSON (`specs`: spec_id -> JSON) is dropped before the shuffle and put back after."""
+    per_spec = max(1, round(expected_events / max(len(specs), 1) / EVENTS_PER_FILE))
+    bucket = F.pmod(F.xxhash64("program_id"), F.lit(per_spec))
+    texts = F.create_map(*[F.lit(v) for pair in sorted(specs.items()) for v in pair])
+    (events.drop("spec").repartition(max(1, len(specs) * per_spec), s.PARTITION, bucket)
+     .sortWithinPartitions(s.PARTITION, "program_id", "step")
+     .select(*[F.element_at(texts, F.col(s.PARTITION)).alias("spec") if f == "spec" else F.col(f) for f in s.FIELDS])
+     .write.options(**WRITE_OPTIONS).partitionBy(s.PARTITION).parquet(str(path)))
 
 
 def _read_parquet(spark: SparkSession, path: Path, types: dict[str, str]) -> DataFrame:
@@ -97,9 +116,9 @@ def spec_texts(corpus: Corpus) -> dict[str, str]:
         for directory in sorted(events.glob(f"{s.PARTITION}=*")):
             files = s.data_files(directory)
             if files:
-                first = pq.ParquetFile(files[0]).read_row_group(0, columns=["spec"]).column(0)
-                if len(first):
-                    texts[directory.name.split("=", 1)[1]] = first[0].as_py()
+                first = next(pq.ParquetFile(files[0]).iter_batches(batch_size=1, columns=["spec"]), None)
+                if first is not None and first.num_rows:
+                    texts[directory.name.split("=", 1)[1]] = first.column(0)[0].as_py()
     if not texts:
         texts = {r.spec_id: r.spec for r in corpus.events.groupBy(s.PARTITION).agg(F.first("spec").alias("spec")).collect()}
     return texts

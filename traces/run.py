@@ -38,6 +38,7 @@ from traces.targets import TargetSpec
 
 log = logging.getLogger("traces.run")
 BATCH_ROWS = 32_768
+PAGE_ROWS = 2000  # as traces.corpus.PAGE_ROWS: small pages with an index, for diffs that read few programs
 _ROW = operator.attrgetter(*FIELDS)
 _PER_PROGRAM = ("program_id", "spec_id", "spec")
 
@@ -200,7 +201,7 @@ def record_program(target, rows: list[dict], run: str) -> list[Event]:
 def _write_atomically(table: pa.Table, file: Path) -> None:
     file.parent.mkdir(parents=True, exist_ok=True)
     temporary = file.with_name(f".{file.name}.tmp-{uuid.uuid4().hex[:8]}")
-    pq.write_table(table, temporary, compression="snappy")
+    pq.write_table(table, temporary, compression="snappy", max_rows_per_page=PAGE_ROWS, write_page_index=True)
     with temporary.open("rb") as handle:
         os.fsync(handle.fileno())
     os.replace(temporary, file)

@@ -116,7 +116,7 @@ def _partition_values(file: Path, base: Path) -> dict[str, str]:
     return dict(part.split("=", 1) for part in parts if "=" in part)
 
 
-def _not_parquet(file: Path) -> str | None:
+def _not_parquet(file: Path, where: str) -> str | None:
     size = file.stat().st_size
     with file.open("rb") as handle:
         head = handle.read(4)
@@ -128,11 +128,11 @@ def _not_parquet(file: Path) -> str | None:
     if head == b"PAR1" and tail == b"PAR1":
         return None
     if size == 0:
-        return f"{file}: empty file, not Parquet"
+        return f"{where}: empty file, not Parquet"
     hint = " (it looks like JSON lines: give the .jsonl file as a history)" if head[:1] in (b"{", b"[") else ""
     if head == b"PAR1":
-        return f"{file}: truncated or corrupt Parquet (no PAR1 footer magic){hint}"
-    return f"{file}: not a Parquet file (no PAR1 magic){hint}"
+        return f"{where}: truncated or corrupt Parquet (no PAR1 footer magic){hint}"
+    return f"{where}: not a Parquet file (no PAR1 magic){hint}"
 
 
 def type_problems(types: dict[str, str], found: pa.Schema, where: str, *, partitioned: Iterable[str] = ()) -> list[str]:
@@ -165,7 +165,7 @@ def inspect_parquet(path: str | os.PathLike, types: dict[str, str] = EVENT_TYPES
     problems = []
     for file in files:
         where = str(file.relative_to(base)) if file != base else str(file)
-        bad = _not_parquet(file)
+        bad = _not_parquet(file, where)
         if bad:
             problems.append(bad)
             continue

@@ -14,6 +14,7 @@ import os
 import sys
 import tempfile
 import threading
+import time
 import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -24,6 +25,7 @@ log = logging.getLogger("traces")
 DEFAULT_MASTER = "local[*]"
 DEFAULT_DRIVER_MEMORY = "4g"
 PACKAGES = ("model", "traces", "fixtures")
+JAVA_OPTIONS: tuple[str, ...] = ()
 _HERE = Path(__file__).resolve().parent
 
 
@@ -60,7 +62,9 @@ def spark_session(master: str | None = None, *, app: str = "traces", driver_memo
         "spark.sql.adaptive.enabled": "true",
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         "spark.python.worker.reuse": "true",
-        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{_HERE / 'log4j2.properties'}",
+        "spark.driver.extraJavaOptions": " ".join(
+            [f"-Dlog4j2.configurationFile=file:{_HERE / 'log4j2.properties'}", *JAVA_OPTIONS,
+             os.environ.get("TRACES_JAVA_OPTIONS", "")]).strip(),
     }
     if local:
         settings.update({
@@ -95,7 +99,8 @@ def ship_packages(spark) -> None:
 
 @contextmanager
 def progress(spark, what: str, every_s: float = 5.0) -> Iterator[None]:
-    """Log `what` and the tasks done per active stage every `every_s` seconds while the block runs."""
+    """Log the tasks done per active stage every `every_s` seconds while the block runs, then the
+    time it took."""
     tracker = spark.sparkContext.statusTracker()
     stop = threading.Event()
 
@@ -110,9 +115,11 @@ def progress(spark, what: str, every_s: float = 5.0) -> Iterator[None]:
                 last = line
 
     thread = threading.Thread(target=report, name=f"progress-{what}", daemon=True)
+    started = time.monotonic()
     thread.start()
     try:
         yield
     finally:
         stop.set()
         thread.join(timeout=1)
+    log.info("%s: done in %.1f s", what, time.monotonic() - started)

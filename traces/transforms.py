@@ -1,5 +1,7 @@
-"""Pure DataFrame -> DataFrame transforms over trace corpora. Each ends in a `select` that is its
-output contract; none uses a Python UDF, none collects, every join names its `how`.
+"""Pure DataFrame -> DataFrame transforms over trace corpora. Each is one Spark SQL query whose
+SELECT list is its output contract (the *_COLUMNS constants); none uses a Python UDF, none
+collects, every join names its type. (A query is one call to the JVM: building the same plan
+from Column objects costs hundreds of Py4J round trips, seconds of a short job.)
 
 What two events are compared on: the op (`op`, `consumer`, `entry`, `index`, `keys`, `batched`,
 `ms`) and the observation (`outcome`, the delivered message and its redelivery count, the cursor,
@@ -15,8 +17,7 @@ diff joins the small per-program tables first and reads the events of differing 
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame
-from pyspark.sql import functions as F
+from pyspark.sql import DataFrame
 
 from traces.schema import FIELDS
 
@@ -27,90 +28,120 @@ OBSERVED_COLUMNS = ("outcome", "delivered_entry", "delivered_index", "redelivery
 COMPARED = OP_COLUMNS + OBSERVED_COLUMNS
 # Carried through the alignment for the report, not compared.
 SHOWN = COMPARED + ("at", "error")
+SIDES = ("expected", "observed")
 
-ALIGNED_COLUMNS = (*KEY, "step", *(f"expected_{c}" for c in SHOWN), *(f"observed_{c}" for c in SHOWN))
+PROGRAM_COLUMNS = (*KEY, "seed", "steps", "fingerprint")
+PAIRED_COLUMNS = (*KEY, "status", "expected_steps", "observed_steps")
+STATUSES = ("same", "differs", "only_expected", "only_observed")
+ALIGNED_COLUMNS = (*KEY, "step", *(f"{side}_{c}" for side in SIDES for c in SHOWN))
 DIVERGENCE_COLUMNS = (
     *KEY, "step", "op", "expected_class", "observed_class", "fields", "expected_steps", "observed_steps",
-    *(f"expected_{c}" for c in COMPARED), *(f"observed_{c}" for c in COMPARED))
+    *(f"{side}_{c}" for side in SIDES for c in COMPARED))
 SIGNATURE = ("op", "spec_id", "expected_class", "observed_class", "fields")
 SIGNATURE_COLUMNS = ("signature", *SIGNATURE, "programs", "representative_program", "representative_steps",
                      "representative_step")
-PAIRED_COLUMNS = (*KEY, "status", "expected_steps", "observed_steps")
-STATUSES = ("same", "differs", "only_expected", "only_observed")
+ERROR_CLASS = "substring_index(error, ':', 1)"
 
 
-def error_class(error: Column) -> Column:
-    return F.substring_index(error, ":", 1)
+def _sql(frame: DataFrame, query: str, **frames: DataFrame) -> DataFrame:
+    return frame.sparkSession.sql(query, **frames)
 
 
-def with_error_class(events: DataFrame) -> DataFrame:
-    return events.select(*FIELDS, error_class(F.col("error")).alias("error_class"))
+def _list(columns, prefix: str = "") -> str:
+    return ", ".join(f"{prefix}`{c}`" for c in columns)
 
 
-def row_hash(columns: dict[str, Column]) -> Column:
+def row_hash_sql(prefix: str = "") -> str:
     """xxhash64 of one event's step and compared columns, nulls told apart by a mask."""
-    ordered = [columns[c] for c in COMPARED]
-    mask = sum((F.when(c.isNull(), 1 << i).otherwise(0) for i, c in enumerate(ordered)), F.lit(0))
-    values = [F.to_json(c) if name == "keys" else c for name, c in zip(COMPARED, ordered)]
-    return F.xxhash64(columns["step"], mask, *values)
+    mask = " + ".join(f"IF({prefix}`{c}` IS NULL, {1 << i}, 0)" for i, c in enumerate(COMPARED))
+    values = ", ".join(f"to_json({prefix}`{c}`)" if c == "keys" else f"{prefix}`{c}`" for c in COMPARED)
+    return f"xxhash64({prefix}step, {mask}, {values})"
 
 
 def program_table(events: DataFrame) -> DataFrame:
     """One row per program: its length and fingerprint (seed unknown: null)."""
-    typed = with_error_class(events)
-    hashed = typed.select(*KEY, row_hash({c: F.col(c) for c in ("step", *COMPARED)}).alias("h"))
-    return (hashed.groupBy(*KEY).agg(F.count(F.lit(1)).cast("int").alias("steps"), F.bit_xor("h").alias("fingerprint"))
-            .select(*KEY, F.lit(None).cast("long").alias("seed"), "steps", "fingerprint"))
+    return _sql(events, f"""
+        SELECT spec_id, program_id, CAST(NULL AS BIGINT) AS seed, CAST(count(1) AS INT) AS steps,
+               bit_xor({row_hash_sql()}) AS fingerprint
+        FROM (SELECT *, {ERROR_CLASS} AS error_class FROM {{events}})
+        GROUP BY spec_id, program_id""", events=events)
 
 
 def with_seeds(programs: DataFrame, seeds: DataFrame) -> DataFrame:
     """Fill `seed` from a (spec_id, program_id, seed) table."""
-    joined = programs.drop("seed").join(seeds.select(*KEY, "seed"), on=list(KEY), how="left")
-    return joined.select(*KEY, "seed", "steps", "fingerprint")
+    return _sql(programs, """
+        SELECT p.spec_id, p.program_id, s.seed, p.steps, p.fingerprint
+        FROM {programs} p LEFT OUTER JOIN {seeds} s ON p.spec_id = s.spec_id AND p.program_id = s.program_id""",
+                programs=programs, seeds=seeds)
 
 
 def pair_programs(expected: DataFrame, observed: DataFrame) -> DataFrame:
     """Every program of either corpus with its status: same, differs, only_expected, only_observed."""
-    e = expected.select(*KEY, F.col("steps").alias("expected_steps"), F.col("fingerprint").alias("e_fp"))
-    o = observed.select(*KEY, F.col("steps").alias("observed_steps"), F.col("fingerprint").alias("o_fp"))
-    joined = e.join(o, on=list(KEY), how="full")
-    status = (F.when(F.col("o_fp").isNull(), "only_expected").when(F.col("e_fp").isNull(), "only_observed")
-              .when((F.col("e_fp") == F.col("o_fp")) & (F.col("expected_steps") == F.col("observed_steps")), "same")
-              .otherwise("differs"))
-    return joined.select(*KEY, status.alias("status"), "expected_steps", "observed_steps")
+    return _sql(expected, """
+        SELECT spec_id, program_id,
+               CASE WHEN o.fingerprint IS NULL THEN 'only_expected' WHEN e.fingerprint IS NULL THEN 'only_observed'
+                    WHEN e.fingerprint = o.fingerprint AND e.steps = o.steps THEN 'same' ELSE 'differs' END AS status,
+               e.steps AS expected_steps, o.steps AS observed_steps
+        FROM {expected} e FULL OUTER JOIN {observed} o USING (spec_id, program_id)""",
+                expected=expected, observed=observed)
 
 
 def programs_of(events: DataFrame, programs: DataFrame, *, broadcast: bool) -> DataFrame:
     """The events of the given programs only (a semi join on the program key)."""
-    keys = programs.select(*KEY)
-    return events.join(F.broadcast(keys) if broadcast else keys, on=list(KEY), how="left_semi").select(*FIELDS)
+    hint = "/*+ BROADCAST(k) */" if broadcast else ""
+    return _sql(events, f"""
+        SELECT {hint} {_list(FIELDS, 'e.')}
+        FROM {{events}} e LEFT SEMI JOIN {{programs}} k ON e.spec_id = k.spec_id AND e.program_id = k.program_id""",
+                events=events, programs=programs)
+
+
+def _sql_string(text: str) -> str:
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def key_filter_sql(keys: list[tuple[str, str]]) -> str:
+    """Exactly the given (spec_id, program_id) keys, written so that Parquet can use it: the
+    `spec_id IN` and `program_id IN` parts are pushed down and skip the partitions, row groups and
+    pages (events are sorted by program) that cannot match; the pair test makes it exact."""
+    if not keys:
+        return "false"
+    specs = ", ".join(_sql_string(v) for v in sorted({k for k, _ in keys}))
+    programs = ", ".join(_sql_string(v) for v in sorted({p for _, p in keys}))
+    pairs = ", ".join(f"({_sql_string(k)}, {_sql_string(p)})" for k, p in sorted(set(keys)))
+    return f"spec_id IN ({specs}) AND program_id IN ({programs}) AND (spec_id, program_id) IN ({pairs})"
+
+
+def narrowed(events: DataFrame, condition_sql: str) -> DataFrame:
+    return _sql(events, f"SELECT {_list(FIELDS)} FROM {{events}} WHERE {condition_sql}", events=events)
 
 
 def align(expected: DataFrame, observed: DataFrame) -> DataFrame:
     """Both corpora's events side by side, one row per (program, step) present on either side."""
-    def side(events: DataFrame, prefix: str) -> DataFrame:
-        typed = with_error_class(events)
-        return typed.select(*KEY, "step", *(F.col(c).alias(f"{prefix}_{c}") for c in SHOWN))
+    def side(prefix: str) -> str:
+        return ", ".join(f"{ERROR_CLASS} AS {prefix}_error_class" if c == "error_class" else f"`{c}` AS {prefix}_{c}"
+                         for c in SHOWN)
 
-    joined = side(expected, "expected").join(side(observed, "observed"), on=[*KEY, "step"], how="full")
-    return joined.select(*ALIGNED_COLUMNS)
+    return _sql(expected, f"""
+        SELECT {_list(ALIGNED_COLUMNS)}
+        FROM (SELECT spec_id, program_id, step, {side('expected')} FROM {{expected}})
+        FULL OUTER JOIN (SELECT spec_id, program_id, step, {side('observed')} FROM {{observed}})
+        USING (spec_id, program_id, step)""", expected=expected, observed=observed)
 
 
-def _differs(column: str) -> Column:
-    return ~F.col(f"expected_{column}").eqNullSafe(F.col(f"observed_{column}"))
+def _differs(column: str, alias: str = "") -> str:
+    return f"NOT ({alias}expected_{column} <=> {alias}observed_{column})"
 
 
-def observation_class(prefix: str) -> Column:
+def observation_class_sql(prefix: str) -> str:
     """A coarse class of what one side saw at a step: `missing`, `fail:<error>`, `info:<error>`,
     `ok:nothing` / `ok:delivery` / `ok:redelivery` (receive), `ok:cursor`, `ok:sent`, `ok`."""
-    c = lambda name: F.col(f"{prefix}_{name}")  # noqa: E731
-    return (F.when(c("op").isNull(), F.lit("missing"))
-            .when(c("outcome") != "ok", F.concat(c("outcome"), F.lit(":"), F.coalesce(c("error_class"), F.lit("?"))))
-            .when(c("op") == "receive", F.when(c("delivered_entry").isNull(), "ok:nothing")
-                  .when(c("redelivery_count") > 0, "ok:redelivery").otherwise("ok:delivery"))
-            .when(c("op") == "read_cursor", F.when(c("cursor").isNull(), "ok:no-cursor").otherwise("ok:cursor"))
-            .when(c("op") == "send", F.lit("ok:sent"))
-            .otherwise(F.lit("ok")))
+    p = f"{prefix}_"
+    return (f"CASE WHEN {p}op IS NULL THEN 'missing' "
+            f"WHEN {p}outcome <> 'ok' THEN concat({p}outcome, ':', coalesce({p}error_class, '?')) "
+            f"WHEN {p}op = 'receive' THEN CASE WHEN {p}delivered_entry IS NULL THEN 'ok:nothing' "
+            f"WHEN {p}redelivery_count > 0 THEN 'ok:redelivery' ELSE 'ok:delivery' END "
+            f"WHEN {p}op = 'read_cursor' THEN IF({p}cursor IS NULL, 'ok:no-cursor', 'ok:cursor') "
+            f"WHEN {p}op = 'send' THEN 'ok:sent' ELSE 'ok' END")
 
 
 def first_divergences(aligned: DataFrame) -> DataFrame:
@@ -119,50 +150,66 @@ def first_divergences(aligned: DataFrame) -> DataFrame:
     `fields` names the compared columns that differ (a missing step: `missing`); programs whose
     events are all equal do not appear.
     """
-    names = [F.when(_differs(c), F.lit(c)) for c in COMPARED]
-    missing = F.col("expected_op").isNull() | F.col("observed_op").isNull()
-    fields = F.when(missing, F.lit("missing")).otherwise(F.concat_ws(",", F.array_compact(F.array(*names))))
-    any_difference = F.lit(False)
-    for c in COMPARED:
-        any_difference = any_difference | _differs(c)
-    carried = [f"{side}_{c}" for side in ("expected", "observed") for c in COMPARED]
-    rows = aligned.select(*KEY, "step", *carried, fields.alias("fields"), any_difference.alias("differs"))
-    first = F.min(F.when(F.col("differs"), F.struct("step", "fields", *carried))).alias("first")
-    grouped = rows.groupBy(*KEY).agg(first, F.count("expected_op").cast("int").alias("expected_steps"),
-                                     F.count("observed_op").cast("int").alias("observed_steps"))
-    flat = grouped.where(F.col("first").isNotNull()).select(
-        *KEY, "expected_steps", "observed_steps", *(F.col(f"first.{c}").alias(c) for c in ("step", "fields", *carried)))
-    op = F.coalesce(F.col("expected_op"), F.col("observed_op")).alias("op")
-    return flat.select(*KEY, "step", op, observation_class("expected").alias("expected_class"),
-                       observation_class("observed").alias("observed_class"), *DIVERGENCE_COLUMNS[6:])
+    differs = " OR ".join(_differs(c) for c in COMPARED)
+    names = ", ".join(f"IF({_differs(c, 'a.')}, '{c}', NULL)" for c in COMPARED)
+    carried = _list([f"{side}_{c}" for side in SIDES for c in COMPARED], "a.")
+    return _sql(aligned, f"""
+        WITH firsts AS (
+            SELECT spec_id, program_id, min(IF({differs}, step, NULL)) AS step,
+                   CAST(count(expected_op) AS INT) AS expected_steps, CAST(count(observed_op) AS INT) AS observed_steps
+            FROM {{aligned}} GROUP BY spec_id, program_id)
+        SELECT a.spec_id, a.program_id, a.step, coalesce(a.expected_op, a.observed_op) AS op,
+               {observation_class_sql('a.expected')} AS expected_class,
+               {observation_class_sql('a.observed')} AS observed_class,
+               IF(a.expected_op IS NULL OR a.observed_op IS NULL, 'missing',
+                  concat_ws(',', array_compact(array({names})))) AS fields,
+               f.expected_steps, f.observed_steps, {carried}
+        FROM {{aligned}} a INNER JOIN firsts f
+          ON a.spec_id = f.spec_id AND a.program_id = f.program_id AND a.step = f.step""", aligned=aligned)
 
 
 def signatures(divergences: DataFrame) -> DataFrame:
     """Divergences grouped by (op, spec, expected class, observed class, differing fields), with a
     count and the shortest program showing each (ties: the smallest program id)."""
-    length = F.greatest(F.col("expected_steps"), F.col("observed_steps"))
-    rep = F.min(F.struct(length.alias("steps"), F.col("program_id"), F.col("step"))).alias("rep")
-    grouped = divergences.groupBy(*SIGNATURE).agg(F.count(F.lit(1)).alias("programs"), rep)
-    signature = F.substring(F.sha2(F.concat_ws("|", *SIGNATURE), 256), 1, 12)
-    return grouped.select(signature.alias("signature"), *SIGNATURE, "programs",
-                          F.col("rep.program_id").alias("representative_program"),
-                          F.col("rep.steps").alias("representative_steps"),
-                          F.col("rep.step").alias("representative_step"))
+    keys = _list(SIGNATURE)
+    return _sql(divergences, f"""
+        SELECT substring(sha2(concat_ws('|', {keys}), 256), 1, 12) AS signature, {keys}, programs,
+               rep.program_id AS representative_program, rep.steps AS representative_steps,
+               rep.step AS representative_step
+        FROM (SELECT {keys}, count(1) AS programs,
+                     min(named_struct('steps', greatest(expected_steps, observed_steps), 'program_id', program_id,
+                                      'step', step)) AS rep
+              FROM {{divergences}} GROUP BY {keys})""", divergences=divergences)
 
 
 def status_per_spec(paired: DataFrame) -> DataFrame:
     """Per spec, how many programs are the same, differ, or exist on one side only."""
-    counts = [F.sum(F.when(F.col("status") == s, 1).otherwise(0)).alias(s) for s in STATUSES]
-    return paired.groupBy("spec_id").agg(*counts).select("spec_id", *STATUSES)
+    counts = ", ".join(f"CAST(sum(IF(status = '{s}', 1, 0)) AS BIGINT) AS {s}" for s in STATUSES)
+    return _sql(paired, f"SELECT spec_id, {counts} FROM {{paired}} GROUP BY spec_id", paired=paired)
 
 
-def status_counts(paired: DataFrame) -> DataFrame:
-    counts = [F.sum(F.when(F.col("status") == s, 1).otherwise(0)).alias(s) for s in STATUSES]
-    return paired.agg(*counts).select(*STATUSES)
+def problems(aligned: DataFrame, known_ops: tuple[str, ...], outcomes: tuple[str, ...]) -> DataFrame:
+    """Per side: events with an op outside the vocabulary or an outcome other than ok/fail/info,
+    their count and the first one."""
+    ops = ", ".join(_sql_string(op) for op in known_ops)
+    kinds = ", ".join(_sql_string(outcome) for outcome in outcomes)
+    parts = [f"""
+        SELECT '{side}' AS side, count(1) AS events,
+               min(named_struct('spec_id', spec_id, 'program_id', program_id, 'step', step, 'op', {side}_op,
+                                'outcome', {side}_outcome)) AS first
+        FROM {{aligned}}
+        WHERE {side}_op IS NOT NULL AND ({side}_op NOT IN ({ops}) OR {side}_outcome IS NULL
+              OR {side}_outcome NOT IN ({kinds}))""" for side in SIDES]
+    return _sql(aligned, " UNION ALL ".join(parts), aligned=aligned)
 
 
-def steps_until(aligned: DataFrame, chosen: DataFrame) -> DataFrame:
-    """The aligned steps of chosen programs up to and including their given `step`."""
-    picked = chosen.select(*KEY, F.col("step").alias("until"))
-    joined = aligned.join(F.broadcast(picked), on=list(KEY), how="inner")
-    return joined.where(F.col("step") <= F.col("until")).select(*ALIGNED_COLUMNS)
+def steps_until(aligned: DataFrame, picks: list[tuple[str, str, int]]) -> DataFrame:
+    """The aligned steps of the picked (spec_id, program_id, step) programs up to their step."""
+    if not picks:
+        return _sql(aligned, f"SELECT {_list(ALIGNED_COLUMNS)} FROM {{aligned}} WHERE false", aligned=aligned)
+    values = ", ".join(f"({_sql_string(k)}, {_sql_string(p)}, {int(step)})" for k, p, step in picks)
+    return _sql(aligned, f"""
+        SELECT /*+ BROADCAST(c) */ {_list(ALIGNED_COLUMNS, 'a.')}
+        FROM {{aligned}} a INNER JOIN (VALUES {values}) AS c(spec_id, program_id, until)
+          ON a.spec_id = c.spec_id AND a.program_id = c.program_id
+        WHERE a.step <= c.until""", aligned=aligned)

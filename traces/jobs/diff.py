@@ -1,15 +1,17 @@
 """diff: two corpora (expected, observed) -> per program the first divergent step, grouped into
 signatures; Parquet tables, summary.json and a self-contained HTML report.
 
-    <out>/divergences/      one row per divergent program: first divergent step, both sides there
-    <out>/signatures/       (op, spec, expected class, observed class, fields): count, shortest program
-    <out>/representatives/  the steps of each shown signature's shortest program, up to the divergence
-    <out>/summary.json      counts per status, per spec, the signatures
-    <out>/report.html       charts (inline SVG) and the representative programs
+    <out>/divergences/              one row per divergent program: first divergent step, both sides there
+    <out>/signatures.parquet        (op, spec, expected class, observed class, fields): count, shortest program
+    <out>/representatives.parquet   the steps of each shown signature's shortest program, up to the divergence
+    <out>/summary.json              counts per status, per spec, the signatures
+    <out>/report.html               charts (inline SVG) and the representative programs
 
 Plan: join the two per-program tables (length, fingerprint); only programs whose fingerprints
-differ are read from the events (a semi join) and aligned step by step. Programs present on one
-side only are counted, not aligned.
+differ are read from the events, and when they are few they are named in the scans' filter, so
+Parquet skips every page that cannot hold them; they are aligned step by step. Programs present
+on one side only are counted, not aligned. The small results (signatures, representatives) are
+collected and written from the driver; the divergences, which can be many, by Spark.
 """
 
 from __future__ import annotations
@@ -18,8 +20,8 @@ import logging
 import time
 from pathlib import Path
 
+import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 
 from model.history import spec_of
 from traces import corpus as c
@@ -29,25 +31,21 @@ from traces import transforms as t
 from traces.session import progress
 
 log = logging.getLogger("traces")
-BROADCAST_PROGRAMS = 1_000_000  # differing programs up to this many: broadcast their keys to the scans
+KEY_LIST_PROGRAMS = 20_000  # differing programs up to this many: listed in the scans' pushed-down filter
+BROADCAST_PROGRAMS = 1_000_000  # up to this many: their keys are broadcast to the semi joins
 SHOWN_SIGNATURES = 1000
 REPRESENTED = 25  # signatures whose representative program is shown step by step
 
 
-def aligned_problems(aligned: DataFrame) -> list[str]:
-    """Unknown ops and bad outcomes among the events a diff reads, with the first example."""
-    problems = []
-    for side in ("expected", "observed"):
-        op, outcome = F.col(f"{side}_op"), F.col(f"{side}_outcome")
-        bad = (op.isNotNull() & ~op.isin(*s.KNOWN_OPS)) | (op.isNotNull() & ~outcome.isin(*s.OUTCOMES))
-        row = aligned.where(bad).agg(F.count(F.lit(1)).alias("n"),
-                                     F.min(F.struct(*t.KEY, "step", op.alias("op"), outcome.alias("outcome"))).alias("e")).collect()[0]
-        if row.n:
-            e = row.e
-            problems.append(f"{side}: {row.n} event(s) with an unknown op or an outcome other than ok/fail/info, "
-                            f"first: spec {e.spec_id} program {e.program_id} step {e.step} (op {e.op!r}, "
-                            f"outcome {e.outcome!r}); known ops: {', '.join(s.KNOWN_OPS)}")
-    return problems
+def _problems(aligned: DataFrame) -> list[str]:
+    found = []
+    for row in t.problems(aligned, s.KNOWN_OPS, s.OUTCOMES).collect():
+        if row.events:
+            e = row.first
+            found.append(f"{row.side}: {row.events} event(s) with an unknown op or an outcome other than ok/fail/info, "
+                         f"first: spec {e.spec_id} program {e.program_id} step {e.step} (op {e.op!r}, outcome "
+                         f"{e.outcome!r}); known ops: {', '.join(s.KNOWN_OPS)}")
+    return found
 
 
 def _describe_spec(text: str | None, key: str) -> str:
@@ -59,45 +57,53 @@ def _describe_spec(text: str | None, key: str) -> str:
         return key
 
 
+def _aligned_divergent(a: c.Corpus, b: c.Corpus, paired: DataFrame, differs: int) -> DataFrame:
+    differing = paired.where("status = 'differs'")
+    if differs <= KEY_LIST_PROGRAMS:
+        condition = t.key_filter_sql([tuple(r) for r in differing.select(*t.KEY).collect()])
+        sides = [t.narrowed(side.events, condition) for side in (a, b)]
+    else:
+        sides = [t.programs_of(side.events, differing, broadcast=differs <= BROADCAST_PROGRAMS) for side in (a, b)]
+    return t.align(*sides)
+
+
 def run(spark: SparkSession, expected: str | Path, observed: str | Path, out: str | Path, *,
         overwrite: bool = False) -> dict:
     started = time.monotonic()
     target = Path(out).absolute()
     c.refuse_existing(target, overwrite=overwrite, inputs=(Path(expected), Path(observed)))
-    a, b = c.open_corpus(spark, expected), c.open_corpus(spark, observed)
+    with progress(spark, "diff: open"):
+        a, b = c.open_corpus(spark, expected), c.open_corpus(spark, observed)
     for side in (a, b):
         if side.programs is None:
             log.warning("diff: %s has no per-program table: fingerprints are computed from all its events (slower)",
                         side.path)
     with c.staged_output(target, overwrite=overwrite, inputs=(a.path, b.path)) as staging:
-        paired = t.pair_programs(a.program_table(), b.program_table()).persist()
         with progress(spark, "diff: programs"):
-            per_spec = [r.asDict() for r in t.status_per_spec(paired).orderBy("spec_id").collect()]
+            # Materialized once (a local checkpoint, not a cache: the SQL transforms refer to their
+            # inputs through views, which a cached plan would not match).
+            paired = t.pair_programs(a.program_table(), b.program_table()).localCheckpoint()
+            per_spec = [r.asDict() for r in t.status_per_spec(paired).collect()]
+        per_spec.sort(key=lambda r: r["spec_id"])
         totals = {status: sum(r[status] for r in per_spec) for status in t.STATUSES}
         log.info("diff: programs %s", ", ".join(f"{k} {v}" for k, v in totals.items()))
-        differing = paired.where(F.col("status") == "differs")
-        broadcast = totals["differs"] <= BROADCAST_PROGRAMS
-        aligned = t.align(t.programs_of(a.events, differing, broadcast=broadcast),
-                          t.programs_of(b.events, differing, broadcast=broadcast)).persist()
-        with progress(spark, "diff: divergences"):
+        with progress(spark, "diff: first divergences"):
+            aligned = _aligned_divergent(a, b, paired, totals["differs"]).localCheckpoint()
             divergences = t.first_divergences(aligned)
             divergences.coalesce(max(1, totals["differs"] // 2_000_000 + 1)).write.parquet(str(staging / "divergences"))
-        problems = aligned_problems(aligned) if totals["differs"] else []
-        if problems:
-            raise s.CorpusError(f"{a.path} vs {b.path}", problems)
-        written = spark.read.parquet(str(staging / "divergences"))
-        t.signatures(written).coalesce(1).write.parquet(str(staging / "signatures"))
-        sigs = [r.asDict() for r in spark.read.parquet(str(staging / "signatures"))
-                .orderBy(F.desc("programs"), "signature").limit(SHOWN_SIGNATURES).collect()]
-        shown = spark.createDataFrame(
-            [(r["spec_id"], r["representative_program"], r["representative_step"]) for r in sigs[:REPRESENTED]],
-            "spec_id string, program_id string, step int")
-        t.steps_until(aligned, shown).coalesce(1).write.parquet(str(staging / "representatives"))
-        steps = [r.asDict() for r in spark.read.parquet(str(staging / "representatives"))
-                 .orderBy(*t.KEY, "step").collect()]
-        divergent = sum(r["programs"] for r in sigs) if len(sigs) < SHOWN_SIGNATURES else written.count()
-        paired.unpersist()
-        aligned.unpersist()
+        with progress(spark, "diff: signatures"):
+            problems = _problems(aligned) if totals["differs"] else []
+            if problems:
+                raise s.CorpusError(f"{a.path} vs {b.path}", problems)
+            written = spark.read.parquet(str(staging / "divergences"))
+            table = t.signatures(written).toArrow().sort_by([("programs", "descending"), ("signature", "ascending")])
+            pq.write_table(table, staging / "signatures.parquet")
+            sigs = table.slice(0, SHOWN_SIGNATURES).to_pylist()
+        with progress(spark, "diff: representatives"):
+            picks = [(r["spec_id"], r["representative_program"], r["representative_step"]) for r in sigs[:REPRESENTED]]
+            steps_table = t.steps_until(aligned, picks).toArrow().sort_by([(k, "ascending") for k in (*t.KEY, "step")])
+            pq.write_table(steps_table, staging / "representatives.parquet")
+            steps = steps_table.to_pylist()
         specs = {**c.spec_texts(a), **c.spec_texts(b)}
         for row in per_spec:
             row["describe"] = _describe_spec(specs.get(row["spec_id"]), row["spec_id"])
@@ -105,14 +111,12 @@ def run(spark: SparkSession, expected: str | Path, observed: str | Path, out: st
             "format": c.FORMAT, "kind": "diff",
             "expected": {"path": str(a.path), "kind": a.manifest.get("kind", "events")},
             "observed": {"path": str(b.path), "kind": b.manifest.get("kind", "events")},
-            "programs": totals, "divergent_programs": divergent,
-            "signature_count": spark.read.parquet(str(staging / "signatures")).count(),
-            "signatures": sigs,
-            "per_spec": per_spec, "compared_columns": list(t.COMPARED),
-            "seconds": round(time.monotonic() - started, 2),
+            "programs": totals, "divergent_programs": sum(table.column("programs").to_pylist()),
+            "signature_count": table.num_rows, "signatures": sigs, "per_spec": per_spec,
+            "compared_columns": list(t.COMPARED), "seconds": round(time.monotonic() - started, 2),
         }
         c.write_json(staging / "summary.json", summary)
         (staging / "report.html").write_text(report.html(summary, steps), encoding="utf-8")
-    log.info("diff: %d divergent programs in %d signatures, written to %s in %.1f s", divergent,
+    log.info("diff: %d divergent programs in %d signatures, written to %s in %.1f s", summary["divergent_programs"],
              summary["signature_count"], target, summary["seconds"])
     return summary

@@ -78,8 +78,8 @@ def run(spark: SparkSession, out: str | Path, *, specs: list[Spec], programs: in
         tasks = spark.range(0, plan.tasks, 1, numPartitions=plan.tasks)
         events = tasks.mapInArrow(partial(generate_batches, plan), EVENT_SCHEMA)
         with progress(spark, "generate"):
-            (events.sortWithinPartitions(PARTITION, "program_id", "step")
-             .write.partitionBy(PARTITION).parquet(str(staging / c.EVENTS)))
+            c.write_events(events, staging / c.EVENTS, expected_events=len(specs) * programs * steps,
+                           specs=dict(plan.specs))
         generated = time.monotonic()
         written = spark.read.schema(EVENT_SCHEMA).parquet(str(staging / c.EVENTS))
         seeds = seed_table(spark, plan)

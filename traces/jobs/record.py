@@ -62,7 +62,7 @@ def _set_aside(out: Path) -> Path | None:
     return aside
 
 
-def run(spark: SparkSession, source: str | Path, out: str | Path, *, target: TargetSpec, chunk_programs: int = 200,
+def run(spark: SparkSession, source: str | Path, out: str | Path, *, target: TargetSpec, chunk_programs: int = 500,
         overwrite: bool = False) -> dict:
     target.check()
     source, out = Path(source).absolute(), Path(out).absolute()

@@ -1,0 +1,169 @@
+"""The diff job on hand-made corpora: exactly the injected divergences are found, each at its first
+divergent step with its signature; what is not compared (time, error text) is not a divergence;
+outputs are refused when they exist, and bad inputs fail before anything is written."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+from model.history import to_json_line
+from suites.traces.helpers import EXCLUSIVE, SHARED, change, first_step, model_program, rows, write_corpus
+from traces import transforms as t
+from traces.jobs import diff
+from traces.schema import CorpusError
+
+pytestmark = pytest.mark.spark
+STEPS = 40
+
+
+def _program(spec, seed, pid):
+    return model_program(spec, seed, STEPS, pid)
+
+
+@pytest.fixture(scope="module")
+def injected(spark, tmp_path_factory):
+    """Expected and observed corpora, the divergences injected, and the diff's output."""
+    base = tmp_path_factory.mktemp("diff")
+    programs = {pid: _program(SHARED, seed, pid) for seed, pid in enumerate(
+        ["redelivery", "truncated", "extra", "twice", "timing", "consumer", "only-expected", "same"], start=11)}
+    programs["exclusive"] = _program(EXCLUSIVE, 5, "exclusive")
+    observed = dict(programs)
+    truth = {}
+
+    p = programs["redelivery"]
+    k = next(e.step for e in p if e.op == "receive" and e.delivered_entry is not None and e.redelivery_count == 0)
+    observed["redelivery"] = change(p, k, redelivery_count=4)
+    truth["redelivery"] = (k, "receive", "ok:delivery", "ok:redelivery", "redelivery_count")
+
+    p = programs["truncated"]
+    observed["truncated"] = [e for e in p if e.step < 20]
+    truth["truncated"] = (20, p[20].op, truth_class(p[20]), "missing", "missing")
+
+    p = programs["extra"]
+    tail = dataclasses.replace(p[-1], step=STEPS, op="read_cursor", consumer=None, entry=None, index=None, keys=None,
+                               batched=None, ms=None, outcome="ok", delivered_entry=None, delivered_index=None,
+                               redelivery_count=None, cursor="-1|", sent=None, error=None)
+    observed["extra"] = p + [tail]
+    truth["extra"] = (STEPS, "read_cursor", "missing", "ok:cursor", "missing")
+
+    p = programs["twice"]
+    a = first_step(p, "send")
+    b = first_step(p, "receive", after=a + 1)
+    observed["twice"] = change(change(p, a, outcome="info", error="TimeoutException: no answer"), b, outcome="fail",
+                               error="AlreadyClosed")
+    truth["twice"] = (a, "send", "ok:sent", "info:TimeoutException", "outcome,error_class")
+
+    p = programs["timing"]
+    observed["timing"] = [dataclasses.replace(e, at=e.at + 1234) for e in p]  # time is not compared
+
+    p = programs["consumer"]
+    k = first_step(p, "receive")
+    observed["consumer"] = change(p, k, consumer="c9")
+    truth["consumer"] = (k, "receive", truth_class(p[k]), truth_class(p[k]), "consumer")
+
+    del observed["only-expected"]
+    observed["only-observed"] = _program(SHARED, 99, "only-observed")
+
+    expected_path = write_corpus(spark, base / "expected", [e for p in programs.values() for e in p])
+    observed_path = write_corpus(spark, base / "observed", [e for p in observed.values() for e in p])
+    summary = diff.run(spark, expected_path, observed_path, base / "out")
+    return {"base": base, "truth": truth, "summary": summary, "expected": expected_path, "observed": observed_path,
+            "spec": SHARED}
+
+
+def truth_class(event) -> str:
+    if event.outcome != "ok":
+        return f"{event.outcome}:{(event.error or '?').split(':')[0]}"
+    if event.op == "receive":
+        return "ok:nothing" if event.delivered_entry is None else "ok:redelivery" if event.redelivery_count else "ok:delivery"
+    return {"read_cursor": "ok:cursor", "send": "ok:sent"}.get(event.op, "ok")
+
+
+def test_exactly_the_injected_divergences_at_their_first_step(spark, injected):
+    found = spark.read.parquet(str(injected["base"] / "out" / "divergences"))
+    assert found.columns == list(t.DIVERGENCE_COLUMNS)
+    got = {r.program_id: (r.step, r.op, r.expected_class, r.observed_class, r.fields) for r in found.collect()}
+    assert got == injected["truth"]
+
+
+def test_program_statuses_are_counted(injected):
+    assert injected["summary"]["programs"] == {"same": 3, "differs": 5, "only_expected": 1, "only_observed": 1}
+    assert injected["summary"]["divergent_programs"] == 5
+
+
+def test_signatures_group_divergences_with_the_shortest_program(spark, injected):
+    signatures = spark.read.parquet(str(injected["base"] / "out" / "signatures.parquet"))
+    assert signatures.columns == list(t.SIGNATURE_COLUMNS)
+    got = rows(signatures, "op", "expected_class", "observed_class", "fields", "programs", "representative_program")
+    want = sorted((op, e, o, f, 1, pid) for pid, (_, op, e, o, f) in injected["truth"].items())
+    assert got == want
+    assert len(injected["summary"]["signatures"]) == 5
+
+
+def test_report_is_one_self_contained_page(injected):
+    page = (injected["base"] / "out" / "report.html").read_text()
+    assert page.count("<svg") == 3
+    for outside in ("<script", "<link", "src=", "@import", "url("):
+        assert outside not in page
+    assert "read cursor" in page  # the representative programs are told step by step
+
+
+def test_summary_is_json_with_the_spec_described(injected):
+    summary = json.loads((injected["base"] / "out" / "summary.json").read_text())
+    shared = next(r for r in summary["per_spec"] if r["describe"].startswith("Shared"))
+    assert shared["differs"] == 5 and shared["same"] == 2
+
+
+def test_existing_output_is_refused_and_kept(spark, injected):
+    before = (injected["base"] / "out" / "summary.json").read_text()
+    with pytest.raises(CorpusError, match="already exists"):
+        diff.run(spark, injected["expected"], injected["observed"], injected["base"] / "out")
+    assert (injected["base"] / "out" / "summary.json").read_text() == before
+
+
+def test_missing_input_fails_before_writing(spark, injected, tmp_path):
+    with pytest.raises(CorpusError, match="not found"):
+        diff.run(spark, tmp_path / "nothing", injected["observed"], tmp_path / "out")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_corrupt_input_fails_and_leaves_nothing(spark, injected, tmp_path):
+    bad = write_corpus(spark, tmp_path / "bad", _program(SHARED, 1, "p"))
+    victim = next((bad / "events").rglob("*.parquet"))
+    victim.write_bytes(victim.read_bytes()[:-30])
+    with pytest.raises(CorpusError, match="truncated or corrupt Parquet"):
+        diff.run(spark, injected["expected"], bad, tmp_path / "out")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad"]
+
+
+def test_output_inside_an_input_is_refused(spark, injected):
+    with pytest.raises(CorpusError, match="overlaps the input"):
+        diff.run(spark, injected["expected"], injected["observed"], injected["expected"] / "diff")
+
+
+def test_a_history_diffs_against_a_corpus(spark, tmp_path):
+    program = _program(SHARED, 21, "h")
+    history = tmp_path / "h.jsonl"
+    history.write_text("".join(to_json_line(e) + "\n" for e in program))
+    k = first_step(program, "send")
+    observed = write_corpus(spark, tmp_path / "observed", change(program, k, outcome="fail", error="ProducerBusy"))
+    summary = diff.run(spark, history, observed, tmp_path / "out")
+    [signature] = summary["signatures"]
+    assert (signature["representative_step"], signature["observed_class"]) == (k, "fail:ProducerBusy")
+
+
+def test_observation_classes(spark):
+    frame = spark.createDataFrame(
+        [("receive", "ok", None, None, None, None), ("receive", "ok", 3, 0, None, None),
+         ("receive", "ok", 3, 2, None, None), ("read_cursor", "ok", None, None, "1|", None),
+         ("send", "ok", None, None, None, None), ("acknowledge", "fail", None, None, None, "AckError: boom"),
+         ("close", "info", None, None, None, None), ("close", "ok", None, None, None, None),
+         (None, None, None, None, None, None)],
+        "x_op string, x_outcome string, x_delivered_entry int, x_redelivery_count int, x_cursor string, x_error string")
+    frame = frame.selectExpr("*", f"{t.ERROR_CLASS.replace('error', 'x_error')} AS x_error_class")
+    got = [r[0] for r in frame.selectExpr(t.observation_class_sql("x")).collect()]
+    assert got == ["ok:nothing", "ok:delivery", "ok:redelivery", "ok:cursor", "ok:sent", "fail:AckError", "info:?",
+                   "ok", "missing"]

@@ -20,11 +20,15 @@ from model.state import Consumer, Message, State, Status, replace_consumer, repl
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Violation:
+    """An observation no state allows, or (`undecided`) one the solver could not decide: reported
+    as unknown, never as a pass."""
+
     guarantee: Guarantee
     detail: str
+    undecided: bool = False
 
     def describe(self) -> str:
-        return f"{self.guarantee.value}: {self.detail}"
+        return f"{self.guarantee.value}{' (undecided)' if self.undecided else ''}: {self.detail}"
 
 
 Result = State | Violation
@@ -447,7 +451,33 @@ def _step_read_cursor(state: State, completion: o.Completion) -> Result:
         return Violation(guarantee=Guarantee.CURSOR,
                          detail=f"broker cursor {cur.describe(observed)} acknowledges {sorted(observed_acked)}; "
                                 f"allowed: at least {sorted(least)}, at most {sorted(most)}")
+    if observed_acked not in (least, most) and not _maybe_acked_entries(state):
+        problem = _prefix_problem(state, observed)
+        if problem is not None:
+            return problem
     return _settle(state, observed)
+
+
+def _prefix_problem(state: State, observed: cur.Cursor) -> Violation | None:
+    """Between the bounds, the acks that reached the broker must be, per consumer and kind, a
+    prefix of the calls (the client flushes in call order): Z3 decides (model/smt/admissibility)."""
+    from model.smt.admissibility import AckEvent, AckKind, Epoch, Inadmissible, check_epoch
+    from model.smt.solver import Unknown
+
+    pending = [(c.name, kind, m) for c in state.connected() for kind, m in c.pending_acks]
+    if any(m.index >= 0 for _, _, m in pending):
+        return None  # batch-index acks do not map to whole entries; the bounds above decide
+    acks = tuple(AckEvent(index=i, consumer=name, kind=AckKind(kind), entry=m.entry)
+                 for i, (name, kind, m) in enumerate(pending))
+    epoch = Epoch(entries=len(state.entries), floor=state.cursor, acks=acks, cursor=observed)
+    result = check_epoch(epoch)
+    if isinstance(result, Inadmissible):
+        return Violation(guarantee=Guarantee.CURSOR, detail=f"broker cursor {cur.describe(observed)} is no "
+                         f"per-consumer prefix of the pending acks: {result.describe()}")
+    if isinstance(result, Unknown):
+        return Violation(guarantee=Guarantee.CURSOR, undecided=True,
+                         detail=f"the solver could not decide the cursor {cur.describe(observed)}: {result.reason}")
+    return None
 
 
 def _maybe_acked_entries(state: State) -> frozenset[int]:

@@ -20,7 +20,7 @@ from hypothesis.control import current_build_context
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, precondition, rule, run_state_machine_as_test
 
-from fixtures.targets.lockstep import Lockstep
+from fixtures.targets.lockstep import ConformanceFailure, Lockstep
 from model import ops as o
 from model.describe import describe_completion, describe_op
 from model.simulate import pick_delivery
@@ -114,5 +114,45 @@ def verify(check, spec: Spec, target, program_ids, target_name: str, config) -> 
 
     if target_name == "pulsar" and spec.receiver_queue_size == 0:
         pytest.skip("the pulsar target cannot drive receiver_queue_size=0 yet (receive() cannot time out)")
-    run_conformance(target, spec, program_ids, kinds=check.kinds, settings_=settings_for(target_name, config),
-                    drain_idle_ms=30 if target_name == "model" else 1000)
+    import allure
+
+    allure.dynamic.feature(check.area)
+    try:
+        run_conformance(target, spec, program_ids, kinds=check.kinds, settings_=settings_for(target_name, config),
+                        drain_idle_ms=30 if target_name == "model" else 1000)
+    except ConformanceFailure as failure:
+        attach_failure(failure, target)
+        raise
+    except BaseExceptionGroup as group:  # Hypothesis reports a flaky replay around the real failure
+        failures = [e for e in _leaves(group) if isinstance(e, ConformanceFailure)]
+        if failures:
+            attach_failure(failures[0], target)
+        raise
+
+
+def _leaves(group: BaseExceptionGroup):
+    for error in group.exceptions:
+        if isinstance(error, BaseExceptionGroup):
+            yield from _leaves(error)
+        else:
+            yield error
+
+
+def attach_failure(failure: ConformanceFailure, target) -> None:
+    """The guarantee, the runnable reproduction, the history and the cursor snapshots, on allure."""
+    import allure
+
+    from model import cursor as cur
+    from model.history import event_of, to_json_line
+
+    allure.dynamic.story(failure.violation.guarantee.value)
+    allure.dynamic.label("guarantee", failure.violation.guarantee.value)
+    allure.attach(failure.source, name="reproduction.py", attachment_type=allure.attachment_type.TEXT)
+    history = "\n".join(to_json_line(event_of("failure", failure.spec, i, op, c))
+                        for i, (op, c) in enumerate(failure.history))
+    allure.attach(history, name="history.jsonl", attachment_type=allure.attachment_type.JSON)
+    snapshots = [f"step {i}: {cur.describe(c.value)}" for i, (op, c) in enumerate(failure.history)
+                 if isinstance(c.value, cur.Cursor)]
+    truth = target.ground_truth()
+    snapshots.append(f"after the failure: {cur.describe(truth) if truth is not None else 'no cursor'}")
+    allure.attach("\n".join(snapshots), name="cursor snapshots", attachment_type=allure.attachment_type.TEXT)

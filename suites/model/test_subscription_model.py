@@ -153,3 +153,15 @@ def test_describers_read_as_a_story():
     (state,) = verdict.states
     assert describe_state(state) == ("t=0ms consumers=[a] available=[m1] held=[m0@a] acked=[] "
                                      "cursor: markDelete=-1 deleted=none read=0")
+
+
+def test_acks_reach_the_broker_as_a_prefix_of_each_consumers_calls():
+    """Between "nothing flushed" and "everything flushed", what the cursor shows must be, per
+    consumer and kind, the first acks called (Z3 decides; model/smt/admissibility.py)."""
+    program = [*send(4), (o.Subscribe(consumer="a"), o.ok()), *[got("a", m(i)) for i in range(4)],
+               (o.Acknowledge(consumer="a", message=m(1)), o.ok()),
+               (o.Acknowledge(consumer="a", message=m(3)), o.ok())]
+    assert run(SHARED, program + [(o.ReadCursor(), o.ok(cur.delete(cur.Cursor(), [1])))]).ok
+    skipped_first = run(SHARED, program + [(o.ReadCursor(), o.ok(cur.delete(cur.Cursor(), [3])))])
+    assert skipped_first.violation.guarantee is Guarantee.CURSOR
+    assert "prefix" in skipped_first.violation.detail

@@ -128,3 +128,36 @@ def test_an_unload_keeps_acks_and_the_reconnected_consumer_gets_the_unacked_agai
     run.do(o.Unload())
     again = [d.message for d in run.drain("a", idle_ms=1500)]
     assert m(1) not in again
+
+
+def test_a_failover_standby_may_acknowledge_cumulatively_for_the_subscription(pulsar_target, names):
+    """Open question D1: acks belong to the subscription, not to a consumer. Observed on 4.0.7: a
+    cumulative ack sent by the standby of a Failover subscription moves markDeletePosition."""
+    run = _program(pulsar_target, names, Spec(subscription_type=SubscriptionType.FAILOVER))
+    run.do(o.Subscribe(consumer="a"))
+    run.do(o.Subscribe(consumer="b"))
+    _publish(run, 5)
+    received = {}
+    for consumer in ("a", "b"):
+        while (delivery := run.receive(consumer, timeout_ms=1500)) is not None:
+            received[delivery.message] = consumer
+    assert len(received) == 5 and len(set(received.values())) == 1, "one active consumer got everything"
+    standby = "b" if received[m(0)] == "a" else "a"
+    # The standby acks a message it never received, by the id the active consumer got.
+    pulsar_target._consumers[standby].acknowledge_cumulative(pulsar_target._received[m(2)])
+    run.do(o.Tick(ms=300))
+    cursor = pulsar_target.ground_truth()
+    assert cursor.mark_delete == 2
+
+
+def test_a_nack_comes_back_between_the_delay_and_a_third_of_it_later(pulsar_target, names):
+    """Open question D5: C++ NegativeAcksTracker ticks every delay/3. Observed on 4.0.7 / C++ 4.2.0
+    with a 300 ms delay: the message is back after 300-400 ms."""
+    run = _program(pulsar_target, names, SHARED.with_(nack_delay_ms=300))
+    _publish(run, 1)
+    run.do(o.Subscribe(consumer="a"))
+    run.receive("a", timeout_ms=2000)
+    nacked_at = run.do(o.NegativeAcknowledge(consumer="a", message=m(0))).at
+    back = run.do(o.Receive(consumer="a", timeout_ms=2000))
+    assert isinstance(back.value, o.Delivery)
+    assert 300 <= back.at - nacked_at <= 400 + 100  # the window, plus dispatch on a loaded machine

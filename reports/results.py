@@ -1,0 +1,187 @@
+"""The results of one conformance run, as records: what `summary.json` holds and how it is read back.
+
+One `Result` per conformance test (a guarantee area on one spec id): its outcome, the guarantee it
+broke, the reason it is unknown or skipped, and how many programs and ops it ran. A `Summary` is
+the run (target, Pulsar, client, profile) with its results; `matrix` folds the results into the
+conformance matrix, area x spec id. Outcomes are three-valued plus "skipped": `unknown` (an
+undecided check, or an error that is not a conformance failure) is never a pass.
+
+`load_summary` is what the gate, the comparison and the HTML report read; a missing or malformed
+file is an `InputError` whose message names the file and what is wrong with it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+SCHEMA = "pulsar-ack-conformance/summary/1"
+PASSED, FAILED, UNKNOWN, SKIPPED = "passed", "failed", "unknown", "skipped"
+OUTCOMES = (PASSED, FAILED, UNKNOWN, SKIPPED)
+SUBSCRIPTION_ORDER = ("Exclusive", "Failover", "Shared", "Key_Shared")
+
+
+class InputError(ValueError):
+    """A results or baseline file that is missing or malformed; the message says which and why."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Violation:
+    """One broken guarantee of a failed (or undecided) test, and the files that keep its history."""
+
+    guarantee: str
+    detail: str
+    failure: str | None = None  # file stem under failures/: <stem>.jsonl, <stem>.py, <stem>.expect.json
+    undecided: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Result:
+    nodeid: str
+    area: str
+    spec_id: str
+    outcome: str
+    target: str | None = None
+    subscription_type: str | None = None
+    spec: str | None = None  # Spec.describe()
+    violations: tuple[Violation, ...] = ()
+    reason: str | None = None  # why unknown or skipped
+    flaky: bool = False  # Hypothesis could not reproduce the failure on replay
+    examples: int | None = None  # programs run, shrinking included
+    steps: int | None = None  # ops run
+    duration_s: float | None = None
+
+    @property
+    def guarantees(self) -> frozenset[str]:
+        return frozenset(v.guarantee for v in self.violations if not v.undecided)
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.area, self.spec_id
+
+    def verdict(self) -> str:
+        """One short word or phrase: `passed`, `failed: no-loss`, `unknown`, `skipped`."""
+        if self.outcome == FAILED:
+            return f"failed: {', '.join(sorted(self.guarantees))}"
+        return self.outcome
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Summary:
+    run: dict = field(default_factory=dict)
+    results: tuple[Result, ...] = ()
+
+    def totals(self) -> dict[str, int]:
+        counts = Counter(r.outcome for r in self.results)
+        return {outcome: counts.get(outcome, 0) for outcome in OUTCOMES}
+
+    def areas(self) -> list[str]:
+        return list(dict.fromkeys(r.area for r in self.results))
+
+    def spec_ids(self) -> list[str]:
+        return order_spec_ids(r.spec_id for r in self.results)
+
+    def result(self, area: str, spec_id: str) -> Result | None:
+        return next((r for r in self.results if r.key == (area, spec_id)), None)
+
+    def label(self) -> str:
+        """How the run names itself in a comparison: the Pulsar version, else the target."""
+        pulsar = self.run.get("pulsar") or {}
+        return pulsar.get("version") or self.run.get("target") or "run"
+
+
+def order_spec_ids(spec_ids) -> list[str]:
+    """Spec ids grouped by subscription type (Exclusive, Failover, Shared, Key_Shared), plain first."""
+    def rank(spec_id: str) -> tuple[int, int, str]:
+        base = subscription_of(spec_id)
+        group = SUBSCRIPTION_ORDER.index(base) if base in SUBSCRIPTION_ORDER else len(SUBSCRIPTION_ORDER)
+        return group, spec_id != base, spec_id
+    return sorted(dict.fromkeys(spec_ids), key=rank)
+
+
+def subscription_of(spec_id: str) -> str:
+    """`Key_Shared-dlq2` -> `Key_Shared`: the catalog's ids start with the subscription type."""
+    return next((t for t in sorted(SUBSCRIPTION_ORDER, key=len, reverse=True) if spec_id.startswith(t)), spec_id)
+
+
+def matrix(summary: Summary) -> dict[str, dict[str, dict]]:
+    """area -> spec id -> {outcome, guarantees, examples, steps}: the conformance matrix."""
+    cells: dict[str, dict[str, dict]] = {}
+    for r in summary.results:
+        cells.setdefault(r.area, {})[r.spec_id] = {
+            "outcome": r.outcome, "guarantees": sorted(r.guarantees), "examples": r.examples, "steps": r.steps,
+            "subscription_type": r.subscription_type}
+    return cells
+
+
+def to_json(summary: Summary) -> dict:
+    return {"schema": SCHEMA, "run": summary.run, "totals": summary.totals(), "matrix": matrix(summary),
+            "results": [_result_json(r) for r in summary.results]}
+
+
+def _result_json(result: Result) -> dict:
+    raw = asdict(result)
+    raw["violations"] = [asdict(v) for v in result.violations]
+    return raw
+
+
+def write_summary(summary: Summary, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(to_json(summary), indent=2) + "\n")
+
+
+def read_json(path: Path, what: str) -> object:
+    """The JSON in `path`, or an `InputError` saying the file is missing or not JSON."""
+    if not path.is_file():
+        raise InputError(f"{what} {path}: no such file")
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as error:
+        raise InputError(f"{what} {path}: not JSON ({error})") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise InputError(f"{what} {path}: cannot be read ({error})") from None
+
+
+def load_summary(path: Path) -> Summary:
+    raw = read_json(Path(path), "results")
+    where = f"results {path}"
+    if not isinstance(raw, dict) or raw.get("schema") != SCHEMA:
+        raise InputError(f"{where}: not a conformance summary (expected \"schema\": \"{SCHEMA}\")")
+    if not isinstance(raw.get("results"), list):
+        raise InputError(f"{where}: \"results\" must be a list")
+    results = tuple(_result_of(item, f"{where}: results[{i}]") for i, item in enumerate(raw["results"]))
+    seen = Counter(r.key for r in results)
+    twice = [f"{a} [{s}]" for (a, s), n in seen.items() if n > 1]
+    if twice:
+        raise InputError(f"{where}: more than one result for {', '.join(twice)}")
+    run = raw.get("run") or {}
+    if not isinstance(run, dict):
+        raise InputError(f"{where}: \"run\" must be an object")
+    return Summary(run=run, results=results)
+
+
+def _result_of(item: object, where: str) -> Result:
+    if not isinstance(item, dict):
+        raise InputError(f"{where}: expected an object")
+    known = set(Result.__dataclass_fields__)
+    unknown = sorted(set(item) - known)
+    missing = [name for name in ("nodeid", "area", "spec_id", "outcome") if not isinstance(item.get(name), str)]
+    if unknown or missing:
+        raise InputError(f"{where}: " + "; ".join(
+            ([f"unknown fields {unknown}"] if unknown else []) + ([f"missing text fields {missing}"] if missing else [])))
+    if item["outcome"] not in OUTCOMES:
+        raise InputError(f"{where}: outcome must be one of {', '.join(OUTCOMES)}, got {item['outcome']!r}")
+    raw_violations = item.get("violations") or []
+    if not isinstance(raw_violations, list):
+        raise InputError(f"{where}: \"violations\" must be a list")
+    violations = []
+    for j, v in enumerate(raw_violations):
+        if not isinstance(v, dict) or not isinstance(v.get("guarantee"), str) or set(v) - set(Violation.__dataclass_fields__):
+            raise InputError(f"{where}: violations[{j}] must be an object with a \"guarantee\" and a \"detail\"")
+        violations.append(Violation(**{"detail": "", **v}))
+    result = Result(**{**item, "violations": tuple(violations)})
+    if result.outcome == FAILED and not result.guarantees:
+        raise InputError(f"{where}: {result.area} [{result.spec_id}] failed without naming a broken guarantee")
+    return result

@@ -1,0 +1,146 @@
+"""Markdown for people and for GitHub Actions step summaries: a run, a gate verdict, a comparison.
+
+Only GitHub-flavoured tables, lists and emoji; nothing that needs a renderer's extensions. Every
+function is pure: results in, text out.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from reports.results import FAILED, PASSED, SKIPPED, UNKNOWN, Result, Summary
+
+if TYPE_CHECKING:
+    from reports.compare import Comparison
+    from reports.gate import Judgement
+
+MARK = {PASSED: "✅", FAILED: "❌", UNKNOWN: "❔", SKIPPED: "⏭️"}
+
+
+def cell(result: Result | None) -> str:
+    if result is None:
+        return ""
+    if result.outcome == FAILED:
+        return f"❌ {', '.join(sorted(result.guarantees))}"
+    if result.outcome == UNKNOWN:
+        return "❔ unknown"
+    return MARK[result.outcome]
+
+
+def run_line(summary: Summary) -> str:
+    run = summary.run
+    pulsar = run.get("pulsar") or {}
+    client = run.get("client") or {}
+    parts = [f"target `{run.get('target') or '?'}`"]
+    if pulsar.get("version"):
+        parts.append(f"Pulsar {pulsar['version']} ({pulsar.get('source', '?')})")
+    elif pulsar.get("source"):
+        parts.append(f"Pulsar: {pulsar['source']}")
+    if pulsar.get("modelled"):
+        parts.append(f"model of Pulsar {', '.join(pulsar['modelled'])}")
+    if client.get("pulsar-client"):
+        parts.append(f"pulsar-client {client['pulsar-client']}")
+    if run.get("hypothesis_profile"):
+        parts.append(f"profile `{run['hypothesis_profile']}`")
+    return " · ".join(parts)
+
+
+def totals_line(summary: Summary) -> str:
+    totals = summary.totals()
+    return " · ".join(f"{MARK[o]} {totals[o]} {o}" for o in (FAILED, UNKNOWN, PASSED, SKIPPED) if totals[o] or o != SKIPPED)
+
+
+def matrix_table(summary: Summary) -> list[str]:
+    spec_ids = summary.spec_ids()
+    lines = ["| area | " + " | ".join(spec_ids) + " | programs / ops |",
+             "|---|" + "---|" * len(spec_ids) + "---|"]
+    for area in summary.areas():
+        row = [summary.result(area, s) for s in spec_ids]
+        examples = sum(r.examples or 0 for r in row if r)
+        steps = sum(r.steps or 0 for r in row if r)
+        lines.append(f"| {area} | " + " | ".join(cell(r) for r in row) + f" | {examples} / {steps} |")
+    return lines
+
+
+def summary_markdown(summary: Summary, *, failures_dir: str | None = None) -> str:
+    failed = any(r.outcome == FAILED for r in summary.results)
+    unknown = any(r.outcome == UNKNOWN for r in summary.results)
+    headline = "❌ divergences found" if failed else "❔ undecided" if unknown else "✅ conforms"
+    lines = [f"## Pulsar ack conformance: {headline}", "", run_line(summary), "", totals_line(summary), ""]
+    lines += matrix_table(summary) + [""]
+    lines += _failure_list(summary, failures_dir)
+    lines += _reason_list(summary, UNKNOWN, "Unknown (never a pass)")
+    lines += _reason_list(summary, SKIPPED, "Skipped")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _failure_list(summary: Summary, failures_dir: str | None) -> list[str]:
+    failed = [r for r in summary.results if r.outcome == FAILED]
+    if not failed:
+        return []
+    lines = ["### Failures", ""]
+    for r in failed:
+        for v in r.violations:
+            files = ""
+            if failures_dir and v.failure:
+                files = (f" (history `{failures_dir}/{v.failure}.jsonl`, "
+                         f"reproduce with `python {failures_dir}/{v.failure}.py`)")
+            flaky = " (flaky: did not fail again on replay)" if r.flaky else ""
+            lines.append(f"- **{r.area} [{r.spec_id}]** broke `{v.guarantee}`{flaky}: {_inline(v.detail)}{files}")
+    return lines + [""]
+
+
+def _reason_list(summary: Summary, outcome: str, title: str) -> list[str]:
+    chosen = [r for r in summary.results if r.outcome == outcome]
+    if not chosen:
+        return []
+    return [f"### {title}", ""] + [f"- **{r.area} [{r.spec_id}]**: {_inline(r.reason or 'no reason recorded')}"
+                                   for r in chosen] + [""]
+
+
+def gate_markdown(judgement: Judgement) -> str:
+    verdict = "✅ passed" if judgement.passed else "❌ failed"
+    lines = [f"## Conformance gate: {verdict}", "", run_line(judgement.summary), "",
+             f"{len(judgement.new)} new divergence(s) · {len(judgement.accepted)} accepted · "
+             f"{len(judgement.fixed)} fixed · {len(judgement.unknown)} unknown · "
+             f"{len(judgement.unconfirmed)} baseline entries not confirmed", ""]
+    if judgement.new:
+        lines += ["### New divergences (not in the baseline)", "", "| area | spec | guarantee | detail |",
+                  "|---|---|---|---|"]
+        lines += [f"| {r.area} | {r.spec_id} | `{g}` | {_cell_text(d)} |" for r, g, d in judgement.new] + [""]
+    if judgement.unknown:
+        allowed = " (allowed by --allow-unknown)" if judgement.allow_unknown else ""
+        lines += [f"### Unknown, never a pass{allowed}", ""]
+        lines += [f"- **{r.area} [{r.spec_id}]**: {_inline(r.reason or '')}" for r in judgement.unknown] + [""]
+    if judgement.fixed:
+        lines += ["### Fixed: in the baseline, no longer diverging (remove them from the baseline)", ""]
+        lines += [f"- **{e.area} [{e.spec_id}]** `{e.guarantee}`: now {r.verdict()} (was accepted: {_inline(e.reason)})"
+                  for e, r in judgement.fixed] + [""]
+    if judgement.accepted:
+        lines += ["### Accepted divergences (still diverging, as the baseline says)", ""]
+        lines += [f"- **{e.area} [{e.spec_id}]** `{e.guarantee}`: {_inline(e.reason)} (evidence: {_inline(e.evidence)})"
+                  for e, _ in judgement.accepted] + [""]
+    if judgement.unconfirmed:
+        lines += ["### Baseline entries this run could not confirm", ""]
+        lines += [f"- **{e.area} [{e.spec_id}]** `{e.guarantee}`: {why}" for e, why in judgement.unconfirmed] + [""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def compare_markdown(comparison: Comparison) -> str:
+    a, b = comparison.labels
+    lines = [f"## Conformance side by side: {a} vs {b}", "",
+             f"- **{a}**: {run_line(comparison.a)}", f"- **{b}**: {run_line(comparison.b)}", "",
+             f"{len(comparison.differing)} of {len(comparison.cells)} cells differ.", ""]
+    if comparison.differing:
+        lines += [f"| area | spec | {a} | {b} |", "|---|---|---|---|"]
+        lines += [f"| {c.area} | {c.spec_id} | {cell(c.a) or 'not run'} | {cell(c.b) or 'not run'} |"
+                  for c in comparison.differing] + [""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _inline(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def _cell_text(text: str) -> str:
+    return _inline(text).replace("|", "\\|")

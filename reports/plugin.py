@@ -1,0 +1,343 @@
+"""pytest plugin: records a conformance run's verdicts and writes its reports.
+
+Register it with `-p reports.plugin`, or list "reports.plugin" in the root conftest's
+`pytest_plugins`. For every test under suites/conformance it records the guarantee area (the test
+function's name without `test_`), the spec id (the parametrize id), the target (`--target`), the
+outcome (passed, failed, unknown or skipped; unknown when the check was undecided or the test
+errored for a reason other than a conformance failure, and then the reason), the broken guarantee
+with its detail, and how many programs and ops ran (counted on the `target` fixture's `reset` and
+`invoke`). At the end of the session it writes under `--reports-dir` (default reports/out):
+
+- `summary.json`: the run and the matrix (reports/results.py), what the gate and the comparison read;
+- `summary.md`: the same for a person, or for a GitHub Actions step summary;
+- `failures/<area>-<spec id>.{jsonl,py,expect.json}`: each failing example's history, reproduction
+  and expectation (reports/failures.py);
+- `report.html`: one static page (reports/html.py).
+
+JUnit XML and allure results are pytest's (`--junitxml`) and allure's (`--alluredir`). When the run
+covers suites/conformance (or `--reports-dir` is given) and the user named neither, they default to
+`<reports-dir>/junit.xml` and `<reports-dir>/allure-results` (cleaned first); the histories of every
+program (`--histories`) follow the reports folder when left at their default. The verdict travels
+on the test report (`report.conformance`), so it also reaches the controller under pytest-xdist.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import os
+import platform
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import asdict
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from reports import failures as stored
+from reports.results import (FAILED, PASSED, SKIPPED, UNKNOWN, Result, Summary, Violation, subscription_of,
+                             write_summary)
+
+REPORTS_DIR = "--reports-dir"
+DEFAULT_DIR = Path("reports/out")
+DEFAULT_HISTORIES = Path("reports/out/histories")  # the default of --histories (fixtures/options.py)
+RECORD = "conformance"  # the attribute on a TestReport that carries the verdict
+RANK = {PASSED: 0, SKIPPED: 1, UNKNOWN: 2, FAILED: 3}  # when phases disagree, the worst one wins
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("conformance", "Pulsar acknowledgement conformance")
+    group.addoption(REPORTS_DIR, default=None, metavar="DIR",
+                    help="where a conformance run writes summary.json, summary.md, report.html, the failing "
+                         "examples' histories, and (unless --junitxml / --alluredir say otherwise) junit.xml and "
+                         f"allure-results (default: {DEFAULT_DIR})")
+
+
+@pytest.hookimpl(tryfirst=True)  # before junitxml's and allure's own pytest_configure read their options
+def pytest_configure(config: pytest.Config) -> None:
+    given = config.getoption("reports_dir", None)
+    reports = ConformanceReports(config, Path(given) if given else DEFAULT_DIR, explicit=given is not None)
+    config.pluginmanager.register(reports, "conformance-reports")
+    if (given is not None or covers_conformance(config)) and not _is_worker(config):
+        reports.prepare()
+
+
+class Counts:
+    """Programs (`reset`) and ops (`invoke`) a test ran, counted on its target."""
+
+    def __init__(self) -> None:
+        self.examples: int | None = None
+        self.steps: int | None = None
+
+    def watch(self, target: object) -> Callable[[], None]:
+        """Count calls on `target` until the returned function is called."""
+        reset, invoke = getattr(target, "reset", None), getattr(target, "invoke", None)
+        if not (callable(reset) and callable(invoke)):
+            return lambda: None
+        own = {name for name in ("reset", "invoke") if name in getattr(target, "__dict__", {})}
+        self.examples, self.steps = 0, 0
+
+        def counted_reset(*args, **kwargs):
+            self.examples += 1
+            return reset(*args, **kwargs)
+
+        def counted_invoke(*args, **kwargs):
+            self.steps += 1
+            return invoke(*args, **kwargs)
+
+        try:
+            target.reset, target.invoke = counted_reset, counted_invoke
+        except AttributeError:  # a slotted or frozen target: no counts
+            self.examples = self.steps = None
+            return lambda: None
+
+        def undo() -> None:
+            for name, original in (("reset", reset), ("invoke", invoke)):
+                if name in own:
+                    setattr(target, name, original)
+                else:
+                    delattr(target, name)
+        return undo
+
+
+COUNTS = pytest.StashKey[Counts]()
+
+
+class ConformanceReports:
+    def __init__(self, config: pytest.Config, folder: Path, *, explicit: bool) -> None:
+        self.config = config
+        self.folder = folder
+        self.explicit = explicit
+        self.records: dict[str, dict] = {}
+        self.modelled: dict[str, set[str]] = {"broker_version": set(), "client": set()}
+        self.started = _now()
+        self.written: list[Path] = []
+        self.problems: list[str] = []
+
+    # -- before the run ------------------------------------------------------------------------
+    def prepare(self) -> None:
+        """Default JUnit, allure and histories into the reports folder; drop the last run's outputs."""
+        option = self.config.option
+        if hasattr(option, "xmlpath") and not option.xmlpath:
+            option.xmlpath = str(self.folder / "junit.xml")
+        if hasattr(option, "allure_report_dir") and not option.allure_report_dir:
+            option.allure_report_dir = str(self.folder / "allure-results")
+            option.clean_alluredir = True
+        histories = getattr(option, "histories", None)
+        if self.explicit and histories is not None and Path(histories) == DEFAULT_HISTORIES:
+            option.histories = str(self.folder / "histories")
+        for name in ("summary.json", "summary.md", "report.html"):
+            (self.folder / name).unlink(missing_ok=True)
+        stored.clear(self.folder / "failures")
+
+    # -- while tests run (on the worker, under xdist) ---------------------------------------------
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_call(self, item: pytest.Item):
+        if not is_conformance(item):
+            return (yield)
+        counts = item.stash.setdefault(COUNTS, Counts())
+        undo = counts.watch(getattr(item, "funcargs", {}).get("target"))
+        try:
+            return (yield)
+        finally:
+            undo()
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo):
+        report = yield
+        if is_conformance(item):
+            setattr(report, RECORD, self._record(item, call, report))
+        return report
+
+    def _record(self, item: pytest.Item, call: pytest.CallInfo, report: pytest.TestReport) -> dict:
+        record: dict = {"phase": report.when}
+        if report.when == "setup":
+            record.update(self._describe(item))
+        if report.skipped:
+            if hasattr(report, "wasxfail"):
+                record.update(outcome=UNKNOWN, reason=f"marked xfail: {report.wasxfail or 'no reason given'}")
+            else:
+                record.update(outcome=SKIPPED, reason=_skip_reason(report))
+        elif report.failed:
+            record.update(self._failed(item, call.excinfo.value if call.excinfo else None, report.when))
+        elif report.when == "call":
+            record["outcome"] = PASSED
+        if report.when == "call":
+            counts = item.stash.get(COUNTS, None)
+            record.update(duration_s=round(report.duration, 3),
+                          examples=counts.examples if counts else None, steps=counts.steps if counts else None)
+        return record
+
+    def _describe(self, item: pytest.Item) -> dict:
+        area, spec_id = area_and_spec_id(item)
+        spec = getattr(getattr(item, "callspec", None), "params", {}).get("spec")
+        subscription = getattr(getattr(spec, "subscription_type", None), "value", None) or subscription_of(spec_id)
+        for name in self.modelled:
+            if isinstance(getattr(spec, name, None), str):
+                self.modelled[name].add(getattr(spec, name))
+        return {"area": area, "spec_id": spec_id, "subscription_type": subscription,
+                "spec": spec.describe() if hasattr(spec, "describe") else None,
+                "target": self.config.getoption("target", None)}
+
+    def _failed(self, item: pytest.Item, error: BaseException | None, when: str) -> dict:
+        found = [e for e in _leaves(error) if isinstance(e, stored.FailureLike)]
+        if not found:
+            where = "the test" if when == "call" else f"{when} of the test"
+            return {"outcome": UNKNOWN, "reason": f"{where} raised {_one_line(error)}, not a conformance failure"}
+        area, spec_id = area_and_spec_id(item)
+        violations = []
+        for index, failure in enumerate(found):
+            stem = stored.stem_for(area, spec_id, index)
+            stored.write_failure(self.folder / "failures", stem, failure, nodeid=item.nodeid,
+                                 target=self.config.getoption("target", None), area=area, spec_id=spec_id)
+            violations.append(asdict(Violation(guarantee=failure.violation.guarantee.value,
+                                               detail=failure.violation.detail, failure=stem,
+                                               undecided=bool(failure.violation.undecided))))
+        decided = any(not v["undecided"] for v in violations)
+        return {"outcome": FAILED if decided else UNKNOWN, "violations": violations,
+                "flaky": type(error).__name__ in ("FlakyFailure", "Flaky"),
+                "reason": None if decided else "the check could not decide (a solver or time limit)"}
+
+    # -- collecting (on the controller) -----------------------------------------------------------
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        record = getattr(report, RECORD, None)
+        if not isinstance(record, dict):
+            return
+        merged = self.records.setdefault(report.nodeid, {"nodeid": report.nodeid})
+        fields = {k: v for k, v in record.items() if k != "phase"}
+        outcome = fields.pop("outcome", None)
+        verdict = {k: fields.pop(k) for k in ("reason", "violations", "flaky") if k in fields}
+        merged.update(fields)
+        if outcome is not None and RANK[outcome] >= RANK.get(merged.get("outcome"), -1):
+            merged["outcome"] = outcome
+            merged.update(verdict)
+
+    # -- after the run ---------------------------------------------------------------------------
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if _is_worker(self.config) or not (self.records or self.explicit):
+            return
+        summary = Summary(run=self.run_info(), results=tuple(_result_of(r) for r in self.records.values()))
+        write_summary(summary, self.folder / "summary.json")
+        self.written.append(self.folder / "summary.json")
+        from reports.html import write_report
+        from reports.markdown import summary_markdown
+
+        (self.folder / "summary.md").write_text(summary_markdown(summary, failures_dir="failures"))
+        self.written.append(self.folder / "summary.md")
+        try:
+            write_report(self.folder)
+            self.written.append(self.folder / "report.html")
+        except Exception as error:  # the JSON and the markdown are written; say what broke the page
+            self.problems.append(f"report.html was not written: {_one_line(error)}")
+
+    def pytest_terminal_summary(self, terminalreporter) -> None:
+        if not (self.written or self.problems):
+            return
+        terminalreporter.write_sep("-", "conformance reports")
+        for path in self.written:
+            terminalreporter.write_line(str(path))
+        for problem in self.problems:
+            terminalreporter.write_line(problem, red=True, bold=True)
+
+    def run_info(self) -> dict:
+        from hypothesis import settings
+
+        config = self.config
+        target = config.getoption("target", None)
+        return {
+            "target": target, "pulsar": _pulsar(config, target, self.modelled["broker_version"]),
+            "client": {"pulsar-client": _version("pulsar-client"), "modelled": sorted(self.modelled["client"])},
+            "hypothesis_profile": settings.get_current_profile_name(), "python": platform.python_version(),
+            "run_id": getattr(sys.modules.get("fixtures.pulsar"), "RUN_ID", None),
+            "started": self.started, "finished": _now(), "args": [str(a) for a in config.invocation_params.args],
+        }
+
+
+def is_conformance(item: pytest.Item) -> bool:
+    parts = Path(str(item.path)).parts
+    return any(parts[i:i + 2] == ("suites", "conformance") for i in range(len(parts) - 1))
+
+
+def area_and_spec_id(item: pytest.Item) -> tuple[str, str]:
+    name = getattr(item, "originalname", None) or item.name.partition("[")[0]
+    callspec = getattr(item, "callspec", None)
+    return name.removeprefix("test_"), callspec.id if callspec is not None else "default"
+
+
+def covers_conformance(config: pytest.Config) -> bool:
+    """Whether the paths the run was given include conformance tests (`suites`, `suites/conformance/...`)."""
+    for arg in config.args:
+        path = Path(str(arg).split("::")[0])
+        path = path if path.is_absolute() else config.invocation_params.dir / path
+        parts = path.resolve().parts
+        inside = any(parts[i:i + 2] == ("suites", "conformance") for i in range(len(parts) - 1))
+        above = path.is_dir() and ((path / "suites" / "conformance").is_dir()
+                                   or (path.name == "suites" and (path / "conformance").is_dir()))
+        if inside or above:
+            return True
+    return False
+
+
+def _result_of(record: dict) -> Result:
+    fields = {k: v for k, v in record.items() if k in Result.__dataclass_fields__}
+    fields.setdefault("area", "?")
+    fields.setdefault("spec_id", "?")
+    if "outcome" not in fields:
+        fields.update(outcome=UNKNOWN, reason="the test did not finish (interrupted?)")
+    fields["violations"] = tuple(Violation(**v) for v in fields.get("violations") or ())
+    return Result(**fields)
+
+
+def _pulsar(config: pytest.Config, target: str | None, modelled: set[str]) -> dict:
+    info: dict = {"modelled": sorted(modelled)}
+    if target == "model":
+        return {**info, "version": None, "source": "none: the reference model target"}
+    service_url = config.getoption("service_url", None)
+    if service_url:
+        return {**info, "version": config.getoption("pulsar_version", None),
+                "source": f"existing broker at {service_url} (--service-url)"}
+    version = config.getoption("pulsar_version", None) or os.environ.get("PULSAR_VERSION")
+    if not version:
+        try:
+            version = importlib.import_module("fixtures.broker.config").default_version()
+        except ImportError:
+            version = None
+    return {**info, "version": version, "source": "embedded broker"}
+
+
+def _version(distribution: str) -> str | None:
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _leaves(error: BaseException | None) -> Iterator[BaseException]:
+    if isinstance(error, BaseExceptionGroup):
+        for inner in error.exceptions:
+            yield from _leaves(inner)
+    elif error is not None:
+        yield error
+
+
+def _one_line(error: BaseException | None) -> str:
+    if error is None:
+        return "an error"
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0][:300]}" if text else type(error).__name__
+
+
+def _skip_reason(report: pytest.TestReport) -> str:
+    longrepr = report.longrepr
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:
+        return str(longrepr[2]).removeprefix("Skipped: ")
+    return str(longrepr)
+
+
+def _is_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")

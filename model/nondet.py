@@ -82,10 +82,12 @@ def check_nothing_lost(verdict: Verdict) -> Verdict:
 
 def _key_may_be_draining(state: State, key: str | None) -> bool:
     """Key_Shared (PIP-379, 4.0+): when a key's hash moves to a consumer that joined, the broker
-    holds back the key's messages until the old consumer has acked the ones it holds. The model
-    does not know the hash ranges, so a key with held messages and a consumer that joined since it
-    was bound may be blocked: its messages are not owed."""
+    holds back the key's messages until the old consumer has acked the ones it holds: they are
+    not owed while that may be the case. Observed on 4.0.7: c0 alone gets m0 (key k) in its
+    queue, c1 joins, c0 receives m0 and holds it; m1 (key k) comes to nobody."""
     if state.spec.subscription_type is not SubscriptionType.KEY_SHARED:
         return False
-    movers = next((b[2] for b in state.key_owners if b[0] == key), ())
-    return bool(movers) and any(m.key == key and m.status is Status.HELD for m in state.messages)
+    # Which consumer the broker gave the key's hash is unknown until a delivery shows it, and the
+    # range may have moved when any consumer joined: with more than one consumer connected, a key
+    # with held messages may be draining.
+    return len(state.connected()) > 1 and any(m.key == key and m.status is Status.HELD for m in state.messages)

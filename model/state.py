@@ -55,6 +55,7 @@ class Message:
     back_by: int | None = None
     count_lo: int = 0
     count_hi: int = 0
+    serial: int = 0  # order of publication among sends and subscribes
 
     def with_(self, **changes: object) -> Message:
         return replace(self, **changes)
@@ -68,6 +69,7 @@ class Consumer:
     last_first_delivery: int = -1
     # Acks called but not yet confirmed on the broker, in call order: (kind, message).
     pending_acks: tuple[tuple[str, MessageId], ...] = ()
+    serial: int = 0  # order of subscription among sends and subscribes
 
     def with_(self, **changes: object) -> Consumer:
         return replace(self, **changes)
@@ -83,6 +85,7 @@ class State:
     cursor: Cursor = Cursor()
     # Failover: no dispatch before this time (the broker's delay after an active-consumer change).
     paused_until: int = 0
+    serial: int = 0  # sends and subscribes so far
     # Key_Shared: (key, owner, movers): the key stays with its owner while it is connected; it may
     # move only to a mover (a consumer that joined after the key was bound, or its previous owner,
     # which may still have messages of the key in its receiver queue).

@@ -82,12 +82,13 @@ def _advance_clock(state: State, at: int) -> State:
 def _step_send(state: State, op: o.Send, completion: o.Completion) -> Result:
     if completion.outcome is not o.Outcome.OK:
         return state  # a failed or unknown send is outside what the suite checks about acks
-    entry = len(state.entries)
+    entry, serial = len(state.entries), state.serial + 1
     if op.batched:
-        new = tuple(Message(id=o.MessageId(entry, i), key=k) for i, k in enumerate(op.keys))
+        new = tuple(Message(id=o.MessageId(entry, i), key=k, serial=serial) for i, k in enumerate(op.keys))
     else:
-        new = (Message(id=o.MessageId(entry), key=op.keys[0]),)
-    return state.with_(entries=state.entries + (len(op.keys) if op.batched else 0,), messages=state.messages + new)
+        new = (Message(id=o.MessageId(entry), key=op.keys[0], serial=serial),)
+    return state.with_(entries=state.entries + (len(op.keys) if op.batched else 0,),
+                       messages=state.messages + new, serial=serial)
 
 
 def _step_subscribe(state: State, op: o.Subscribe, completion: o.Completion) -> Result:
@@ -101,7 +102,8 @@ def _step_subscribe(state: State, op: o.Subscribe, completion: o.Completion) -> 
         return Violation(guarantee=Guarantee.SUBSCRIBE, detail=f"subscribe of {op.consumer} failed: {completion.error}")
     movers = tuple((k, owner, tuple(sorted(set(extra) | {op.consumer}))) for k, owner, extra in state.key_owners)
     state = _pause_if_failover_switch(state, becomes_active=not state.connected())
-    return state.with_(consumers=state.consumers + (Consumer(name=op.consumer),), key_owners=movers)
+    return state.with_(consumers=state.consumers + (Consumer(name=op.consumer, serial=state.serial + 1),),
+                       key_owners=movers, serial=state.serial + 1)
 
 
 def _pause_if_failover_switch(state: State, *, becomes_active: bool) -> State:
@@ -148,7 +150,7 @@ def _step_receive(state: State, op: o.Receive, completion: o.Completion) -> Resu
     if first:
         state = replace_consumer(state, consumer.with_(last_first_delivery=max(consumer.last_first_delivery,
                                                                                _order_key(message.id))))
-    return _bind_key(state, message.key, op.consumer)
+    return _bind_key(state, message, consumer)
 
 
 def _order_key(message_id: o.MessageId) -> int:
@@ -184,22 +186,39 @@ def _key_shared_problem(state: State, message: Message, consumer: str) -> Violat
     if state.spec.subscription_type is not SubscriptionType.KEY_SHARED:
         return None
     for key, owner, movers in state.key_owners:
-        if key == message.key and consumer != owner and consumer not in movers:
+        if key != message.key or consumer == owner:
+            continue
+        if consumer not in movers:
             return Violation(guarantee=Guarantee.KEY_SHARED_STICKINESS,
                              detail=f"key {key!r} is bound to connected {owner}, yet {consumer} received {message.id}")
+        held = [m.id for m in state.messages if m.key == key and m.status is Status.HELD and m.holder == owner
+                and m.back_from is None]
+        if held and message.fresh and state.consumer(owner) is not None and owner not in movers:
+            # PIP-379: a key moves to a joined consumer only once its old owner acked what it holds.
+            return Violation(guarantee=Guarantee.KEY_SHARED_STICKINESS,
+                             detail=f"key {key!r} moved from {owner} to {consumer} while {owner} still holds "
+                                    f"{', '.join(map(str, held))} unacknowledged")
     return None
 
 
-def _bind_key(state: State, key: str | None, consumer: str) -> State:
+def _bind_key(state: State, message: Message, consumer: Consumer) -> State:
+    """Bind the key to the consumer that received it. The broker bound it when it dispatched the
+    message, at some moment after the message was sent and the consumer subscribed: consumers that
+    joined after that moment may have taken the key's hash range, so they are movers."""
     if state.spec.subscription_type is not SubscriptionType.KEY_SHARED:
         return state
+    key = message.key
     others = tuple(b for b in state.key_owners if b[0] != key)
     previous = next((b for b in state.key_owners if b[0] == key), None)
-    if previous is not None and previous[1] == consumer:
+    if previous is not None and previous[1] == consumer.name:
         return state
+    earliest_dispatch = max(message.serial, consumer.serial)
+    movers = {c.name for c in state.connected() if c.serial > earliest_dispatch and c.name != consumer.name}
     # The previous owner may still receive messages of the key already in its receiver queue.
-    keep = (previous[1],) if previous is not None else ()
-    return state.with_(key_owners=tuple(sorted(others + ((key, consumer, keep),), key=lambda b: str(b[0]))))
+    if previous is not None:
+        movers.add(previous[1])
+    binding = (key, consumer.name, tuple(sorted(movers)))
+    return state.with_(key_owners=tuple(sorted(others + (binding,), key=lambda b: str(b[0]))))
 
 
 def _dead_letter_problem(state: State, message: Message, count: int) -> Violation | None:

@@ -47,12 +47,13 @@ def stem_for(area: str, spec_id: str, index: int = 0) -> str:
 def expectation_of(failure: FailureLike, **context: object) -> dict:
     """The sidecar: what a replay of the history must find, and where the failure came from."""
     violation = failure.violation
+    drained = violation.guarantee is Guarantee.NO_LOSS  # only the check after a drain finds a loss
     return {
         "expect": "unknown" if violation.undecided else "violation",
         "guarantee": violation.guarantee.value,
         "detail": violation.detail,
-        # the drain check that follows the last op (Lockstep.check_drained); it found NO_LOSS
-        "drained": violation.guarantee is Guarantee.NO_LOSS,
+        "drained": drained,  # run the drain check (Lockstep.check_drained) after the last event
+        "step": len(failure.history) if drained else len(failure.history) - 1,  # where it is first found
         **{k: v for k, v in context.items() if v is not None},
     }
 

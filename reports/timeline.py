@@ -307,23 +307,22 @@ def timeline_svg(events, *, violation: tuple[str, str, bool] | None = None) -> s
     return render(layout(events, violation=violation))
 
 
-LEGEND = (("send", "send (entry, key below)"), ("delivery", "receive: message, rc=redelivery count"),
-          ("redelivery", "delivered again (dashed link from the previous delivery)"),
-          ("empty", "receive: nothing"), ("acknowledge", "acknowledge"),
-          ("acknowledge_cumulative", "acknowledge_cumulative"), ("negative_acknowledge", "negative_acknowledge"),
-          ("redeliver_unacknowledged_messages", "redeliver_unacknowledged_messages"), ("seek", "seek"),
-          ("subscribe", "subscribe"), ("close", "close"), ("tick", "wait"))
+LEGEND = (("send", "send: entry (key below)"), ("delivery", "received (rc = redelivery count)"),
+          ("redelivery", "received again (dashed: from before)"), ("empty", "receive: nothing came"),
+          ("acknowledge", "acknowledge"), ("acknowledge_cumulative", "acknowledge_cumulative"),
+          ("negative_acknowledge", "negative_acknowledge"), ("redeliver_unacknowledged_messages", "redeliver unacked"),
+          ("seek", "seek"), ("subscribe", "subscribe (band: connected)"), ("close", "close"), ("tick", "wait"))
 
 
 def legend_svg() -> str:
     """A key to the marks and the cursor cells, drawn with the same shapes."""
-    row, per_row = 30, 4
+    row, per_row, col = 30, 4, 280
     rows = (len(LEGEND) + per_row - 1) // per_row + 1
-    width, height = per_row * 250, rows * row + 8
+    width, height = per_row * col, rows * row + 8
     out = [f'<svg class="legend" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" '
            f'aria-label="legend" font-family="DejaVu Sans, Arial, sans-serif" font-size="11">']
     for k, (kind, text) in enumerate(LEGEND):
-        x, y = 20 + (k % per_row) * 250, 18 + (k // per_row) * row
+        x, y = 20 + (k % per_row) * col, 18 + (k // per_row) * row
         mark = Mark(step=0, lane="", kind="delivery" if kind == "redelivery" else kind, redelivery=kind == "redelivery",
                     label="m0" if kind == "send" else "", color={"acknowledge": ACK, "acknowledge_cumulative": ACK,
                                                                  "negative_acknowledge": NACK, "seek": SEEK,
@@ -333,12 +332,12 @@ def legend_svg() -> str:
         out.append(_mark(mark, x, y).replace('class="ev"', 'class="key"'))
         out.append(f'<text x="{x + 22}" y="{y + 4}">{escape(text)}</text>')
     y = 12 + (rows - 1) * row
-    for k, (state, text) in enumerate((("acked", "acked: at or below markDelete"),
-                                       ("deleted", "individually deleted (acked above markDelete)"),
-                                       ("hole", "hole: unacked below an acked range"), ("unacked", "unacked"))):
+    for k, (state, text) in enumerate((("acked", "cursor: acked up to markDelete"),
+                                       ("deleted", "individually deleted"),
+                                       ("hole", "hole: unacked below a deleted one"), ("unacked", "unacked"))):
         fill, stroke = {"acked": ("#2e7d32", "#1b5e20"), "deleted": ("#a5d6a7", "#2e7d32"),
                         "hole": ("#fff3e0", "#e65100"), "unacked": ("#fff", "#bbb")}[state]
-        x = 20 + k * 250
+        x = 20 + k * col
         out.append(f'<rect x="{x - 9}" y="{y}" width="18" height="{CELL - 2}" fill="{fill}" stroke="{stroke}"/>'
                    f'<text x="{x + 16}" y="{y + 10}">{escape(text)}</text>')
     out.append("</svg>")

@@ -1,0 +1,181 @@
+"""The page a person reads: one static, offline HTML file per run (no server, no scripts, no CDN).
+
+The conformance matrix comes first (area x spec id, grouped by subscription type; a failed cell
+links to its failure), then what is unknown and why, then every failure: the guarantee and its
+promise, what happened, the history drawn as a timeline (reports/timeline.py), the shrunk program
+as a story, and the runnable reproduction. It reads `summary.json` and `failures/` only.
+
+    python -m reports.html reports/out     # (re)writes reports/out/report.html
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from html import escape
+from pathlib import Path
+
+from model.guarantees import Guarantee
+from reports import failures as stored
+from reports.results import FAILED, PASSED, SKIPPED, UNKNOWN, InputError, Result, Summary, load_summary, subscription_of
+from reports.timeline import legend_svg, story, timeline_svg
+
+STYLE = """
+body { font: 14px/1.45 "DejaVu Sans", Arial, sans-serif; color: #222; margin: 24px; max-width: 1400px; }
+h1 { font-size: 22px; margin: 0 0 4px; } h2 { font-size: 18px; margin: 28px 0 8px; border-bottom: 1px solid #ddd; }
+h3 { font-size: 16px; margin: 0 0 6px; } h4 { font-size: 14px; margin: 14px 0 4px; }
+.run { color: #555; margin: 0 0 12px; } .totals span { margin-right: 14px; font-weight: bold; }
+table.matrix { border-collapse: collapse; margin: 8px 0; }
+.matrix th, .matrix td { border: 1px solid #ccc; padding: 4px 8px; text-align: center; font-size: 13px; }
+.matrix th.area { text-align: left; } .matrix thead th { background: #f4f4f4; }
+td.passed { background: #e6f4ea; color: #1e5e2b; } td.failed { background: #fce8e6; color: #a50e0e; font-weight: bold; }
+td.unknown { background: #fef7e0; color: #8a5a00; } td.skipped { background: #f1f3f4; color: #666; }
+td.failed a { color: inherit; } .count { display: block; font-size: 10px; color: #666; font-weight: normal; }
+article.failure { border: 1px solid #e0b4b4; border-left: 6px solid #c62828; padding: 12px 16px; margin: 16px 0;
+  border-radius: 4px; background: #fffafa; }
+.promise { color: #555; font-style: italic; } .detail { font-weight: bold; color: #a50e0e; }
+.scroll { overflow-x: auto; border: 1px solid #eee; background: #fff; padding: 4px; }
+ol.story { font-family: "DejaVu Sans Mono", monospace; font-size: 12px; margin: 0; }
+pre { background: #f6f8fa; padding: 10px; overflow-x: auto; font-size: 12px; }
+.files a { margin-right: 12px; } ul.reasons li { margin: 3px 0; }
+"""
+MARK = {PASSED: "✓", FAILED: "✗", UNKNOWN: "?", SKIPPED: "–"}
+
+
+def render_report(summary: Summary, found: dict[str, stored.StoredFailure], *, failures_dir: str = "failures") -> str:
+    run = summary.run
+    title = f"Pulsar ack conformance: {run.get('target') or 'run'}"
+    parts = [f"<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{escape(title)}</title>",
+             f"<style>{STYLE}</style></head><body>", f"<h1>{escape(title)}</h1>", _run_info(summary),
+             "<h2 id=\"matrix\">Conformance matrix</h2>", _matrix(summary), _reasons(summary, UNKNOWN,
+                                                                                   "Unknown (never a pass)"),
+             _reasons(summary, SKIPPED, "Skipped")]
+    failed = [(r, v) for r in summary.results if r.outcome in (FAILED, UNKNOWN) for v in r.violations]
+    if failed:
+        parts += ["<h2 id=\"failures\">Failures</h2>", "<div class=\"scroll\">", legend_svg(), "</div>"]
+        parts += [_failure(r, v, found.get(v.failure or ""), failures_dir) for r, v in failed]
+    parts.append("</body></html>\n")
+    return "\n".join(p for p in parts if p)
+
+
+def _run_info(summary: Summary) -> str:
+    run = summary.run
+    pulsar, client = run.get("pulsar") or {}, run.get("client") or {}
+    facts = [("target", run.get("target")), ("Pulsar", " ".join(filter(None, [pulsar.get("version"),
+                                                                            f"({pulsar.get('source')})" if pulsar.get("source") else None]))),
+             ("modelled Pulsar", ", ".join(pulsar.get("modelled") or [])),
+             ("pulsar-client", client.get("pulsar-client")), ("modelled client", ", ".join(client.get("modelled") or [])),
+             ("Hypothesis profile", run.get("hypothesis_profile")), ("run", run.get("run_id")),
+             ("finished", run.get("finished"))]
+    text = " · ".join(f"{escape(k)}: <b>{escape(str(v))}</b>" for k, v in facts if v)
+    totals = summary.totals()
+    counts = "".join(f"<span class=\"{o}\">{MARK[o]} {totals[o]} {o}</span>" for o in (FAILED, UNKNOWN, PASSED, SKIPPED))
+    return f"<p class=\"run\">{text}</p><p class=\"totals\">{counts}</p>"
+
+
+def _matrix(summary: Summary) -> str:
+    spec_ids = summary.spec_ids()
+    groups: list[tuple[str, int]] = []
+    for spec_id in spec_ids:
+        base = subscription_of(spec_id)
+        if groups and groups[-1][0] == base:
+            groups[-1] = (base, groups[-1][1] + 1)
+        else:
+            groups.append((base, 1))
+    plain = [base for base, n in groups if n == 1 and base in spec_ids]  # a type with one spec: one header cell
+    first = "".join(f"<th rowspan=\"2\">{escape(base)}</th>" if base in plain else
+                    f"<th colspan=\"{n}\">{escape(base)}</th>" for base, n in groups)
+    second = "".join(f"<th>{escape(s.removeprefix(subscription_of(s)).lstrip('-') or 'plain')}</th>"
+                     for s in spec_ids if subscription_of(s) not in plain)
+    head = (f"<thead><tr><th class=\"area\" rowspan=\"2\">guarantee area</th>{first}</tr>"
+            f"<tr>{second}</tr></thead>")
+    rows = []
+    for area in summary.areas():
+        cells = "".join(_cell(summary.result(area, s)) for s in spec_ids)
+        rows.append(f"<tr><th class=\"area\">{escape(area)}</th>{cells}</tr>")
+    return f"<table class=\"matrix\">{head}<tbody>{''.join(rows)}</tbody></table>"
+
+
+def _cell(result: Result | None) -> str:
+    if result is None:
+        return "<td></td>"
+    counts = (f"{result.examples} programs, {result.steps} ops" if result.examples is not None else "not counted")
+    tip = f"{result.nodeid}: {result.verdict()}; {counts}" + (f"; {result.reason}" if result.reason else "")
+    text = MARK[result.outcome] + " " + (", ".join(sorted(result.guarantees)) if result.outcome == FAILED
+                                         else result.outcome)
+    first = next((v.failure for v in result.violations if v.failure), None)
+    if first and result.outcome in (FAILED, UNKNOWN):
+        text = f"<a href=\"#f-{escape(first)}\">{escape(text)}</a>"
+    else:
+        text = escape(text)
+    small = f"<span class=\"count\">{result.examples}×/{result.steps} ops</span>" if result.examples is not None else ""
+    return f"<td class=\"{result.outcome}\" title=\"{escape(tip)}\">{text}{small}</td>"
+
+
+def _reasons(summary: Summary, outcome: str, title: str) -> str:
+    chosen = [r for r in summary.results if r.outcome == outcome]
+    if not chosen:
+        return ""
+    items = "".join(f"<li><b>{escape(r.area)} [{escape(r.spec_id)}]</b>: {escape(r.reason or 'no reason recorded')}</li>"
+                    for r in chosen)
+    return f"<h2>{escape(title)}</h2><ul class=\"reasons\">{items}</ul>"
+
+
+def _failure(result: Result, violation, failure: stored.StoredFailure | None, failures_dir: str) -> str:
+    stem = violation.failure or f"{result.area}-{result.spec_id}"
+    promise = Guarantee(violation.guarantee).promise if violation.guarantee in {g.value for g in Guarantee} else ""
+    state = "undecided: " if violation.undecided else ""
+    parts = [f"<article class=\"failure\" id=\"f-{escape(stem)}\">",
+             f"<h3>{escape(result.area)} [{escape(result.spec_id)}]: {state}broke {escape(violation.guarantee)}</h3>",
+             f"<p class=\"promise\">{escape(promise)}</p>" if promise else "",
+             f"<p class=\"detail\">{escape(violation.detail)}</p>",
+             f"<p>spec: {escape(result.spec or '?')} · target: <code>{escape(result.target or '?')}</code>"
+             + (" · <b>flaky</b>: did not fail again on replay" if result.flaky else "") + "</p>"]
+    if failure is None:
+        parts.append(f"<p>The history file {escape(failures_dir)}/{escape(stem)}.jsonl is missing.</p></article>")
+        return "\n".join(parts)
+    drained = bool(failure.expectation.get("drained"))
+    parts += ["<h4>Timeline</h4>", "<div class=\"scroll\">",
+              timeline_svg(failure.events, violation=(violation.guarantee, violation.detail, drained)), "</div>",
+              "<h4>The shrunk program</h4>", "<ol class=\"story\" start=\"0\">",
+              "".join(f"<li>{escape(line)}</li>" for line in story(failure.events)), "</ol>"]
+    if drained:
+        parts.append("<p>then every connected consumer was drained, and the check that nothing owed is missing "
+                     "failed.</p>")
+    if failure.source:
+        parts.append(f"<details><summary>Reproduction (runnable Python)</summary><pre>{escape(failure.source)}</pre>"
+                     "</details>")
+    parts.append("<p class=\"files\">" + "".join(
+        f"<a href=\"{escape(failures_dir)}/{escape(stem)}{suffix}\">{escape(stem)}{suffix}</a>"
+        for suffix in stored.SUFFIXES) + "</p></article>")
+    return "\n".join(p for p in parts if p)
+
+
+def load_failures(folder: Path, summary: Summary) -> dict[str, stored.StoredFailure]:
+    stems = {v.failure for r in summary.results for v in r.violations if v.failure}
+    return {stem: stored.read_failure(folder, stem) for stem in sorted(stems) if (folder / f"{stem}.jsonl").is_file()}
+
+
+def write_report(folder: Path) -> Path:
+    """Read `folder/summary.json` and `folder/failures/`, write `folder/report.html`."""
+    summary = load_summary(folder / "summary.json")
+    page = render_report(summary, load_failures(folder / "failures", summary))
+    path = folder / "report.html"
+    path.write_text(page)
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m reports.html", description=__doc__.splitlines()[0])
+    parser.add_argument("folder", type=Path, help="a reports folder (with summary.json and failures/)")
+    args = parser.parse_args(argv)
+    try:
+        print(write_report(args.folder))
+    except InputError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -86,6 +86,9 @@ class State:
     # Failover: no dispatch before this time (the broker's delay after an active-consumer change).
     paused_until: int = 0
     serial: int = 0  # sends and subscribes so far
+    # Exclusive/Failover: a rewind requested to land inside this window (nack, ack timeout,
+    # redeliver): whatever is unacknowledged when it lands comes again.
+    rewind_window: tuple[int, int] | None = None
     # Key_Shared: (key, owner, movers): the key stays with its owner while it is connected; it may
     # move only to a mover (a consumer that joined after the key was bound, or its previous owner,
     # which may still have messages of the key in its receiver queue).

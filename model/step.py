@@ -75,7 +75,12 @@ def _advance_clock(state: State, at: int) -> State:
         return state
     due = {m.id: m.with_(status=Status.AVAILABLE, holder=None, back_from=None, back_by=None)
            for m in state.messages if m.status is Status.HELD and m.back_by is not None and m.back_by <= now}
-    return replace_messages(state.with_(now=now), due)
+    state = replace_messages(state.with_(now=now), due)
+    if state.rewind_window is not None and now > state.rewind_window[1]:
+        # The rewind has landed: a message that was in the receiver queue may be there twice.
+        queued = {m.id: m.with_(spare=m.spare + 1, fresh=False) for m in state.messages if m.status is Status.AVAILABLE}
+        state = replace_messages(state.with_(rewind_window=None), queued)
+    return state
 
 
 # -- publish and subscribe -----------------------------------------------------------------------
@@ -141,6 +146,9 @@ def _step_receive(state: State, op: o.Receive, completion: o.Completion) -> Resu
         delivered = message.with_(status=Status.HELD, holder=op.consumer, delivered=True, spare=spare,
                                   back_from=None, back_by=None)
     delivered = delivered.with_(count_lo=delivery.redelivery_count, count_hi=delivery.redelivery_count)
+    if state.rewind_window is not None and delivered.status is Status.HELD:
+        # Received while a rewind is on its way: the rewind may deliver it again.
+        delivered = delivered.with_(spare=delivered.spare + 1)
     window = state.spec.ack_timeout_window_ms
     if window is not None and delivered.status is Status.HELD:
         # Ack timeout: tracking starts when the application receives the message (PR #3079); the
@@ -376,7 +384,12 @@ def _redeliver(state: State, consumer: str, at: int, *, window: tuple[int, int])
             bump = 0 if rewind else 1
             changed[message.id] = message.with_(count_hi=message.count_hi + bump, spare=message.spare + 1, fresh=False)
     state = _entries_come_back(replace_messages(state, changed), {message_id.entry for message_id in changed})
-    return state.with_(cursor=cur.rewind(state.cursor)) if rewind else state
+    if not rewind:
+        return state
+    landing = (at + lo, at + hi)
+    if state.rewind_window is not None:
+        landing = (min(landing[0], state.rewind_window[0]), max(landing[1], state.rewind_window[1]))
+    return state.with_(cursor=cur.rewind(state.cursor), rewind_window=landing)
 
 
 def _entries_come_back(state: State, entries: set[int]) -> State:

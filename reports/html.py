@@ -61,15 +61,18 @@ def render_report(summary: Summary, found: dict[str, stored.StoredFailure], *, f
 def _run_info(summary: Summary) -> str:
     run = summary.run
     pulsar, client = run.get("pulsar") or {}, run.get("client") or {}
-    facts = [("target", run.get("target")), ("Pulsar", " ".join(filter(None, [pulsar.get("version"),
-                                                                            f"({pulsar.get('source')})" if pulsar.get("source") else None]))),
+    version, source = pulsar.get("version"), pulsar.get("source")
+    facts = [("target", run.get("target")),
+             ("Pulsar", f"{version} ({source})" if version and source else version or source),
              ("modelled Pulsar", ", ".join(pulsar.get("modelled") or [])),
-             ("pulsar-client", client.get("pulsar-client")), ("modelled client", ", ".join(client.get("modelled") or [])),
+             ("pulsar-client", client.get("pulsar-client")),
+             ("modelled client", ", ".join(client.get("modelled") or [])),
              ("Hypothesis profile", run.get("hypothesis_profile")), ("run", run.get("run_id")),
              ("finished", run.get("finished"))]
     text = " · ".join(f"{escape(k)}: <b>{escape(str(v))}</b>" for k, v in facts if v)
     totals = summary.totals()
-    counts = "".join(f"<span class=\"{o}\">{MARK[o]} {totals[o]} {o}</span>" for o in (FAILED, UNKNOWN, PASSED, SKIPPED))
+    counts = "".join(f"<span class=\"{o}\">{MARK[o]} {totals[o]} {o}</span>"
+                     for o in (FAILED, UNKNOWN, PASSED, SKIPPED))
     return f"<p class=\"run\">{text}</p><p class=\"totals\">{counts}</p>"
 
 
@@ -108,7 +111,8 @@ def _cell(result: Result | None) -> str:
         text = f"<a href=\"#f-{escape(first)}\">{escape(text)}</a>"
     else:
         text = escape(text)
-    small = f"<span class=\"count\">{result.examples}×/{result.steps} ops</span>" if result.examples is not None else ""
+    small = (f"<span class=\"count\">{result.examples} programs · {result.steps} ops</span>"
+             if result.examples is not None else "")
     return f"<td class=\"{result.outcome}\" title=\"{escape(tip)}\">{text}{small}</td>"
 
 
@@ -116,8 +120,8 @@ def _reasons(summary: Summary, outcome: str, title: str) -> str:
     chosen = [r for r in summary.results if r.outcome == outcome]
     if not chosen:
         return ""
-    items = "".join(f"<li><b>{escape(r.area)} [{escape(r.spec_id)}]</b>: {escape(r.reason or 'no reason recorded')}</li>"
-                    for r in chosen)
+    items = "".join(f"<li><b>{escape(r.area)} [{escape(r.spec_id)}]</b>: "
+                    f"{escape(r.reason or 'no reason recorded')}</li>" for r in chosen)
     return f"<h2>{escape(title)}</h2><ul class=\"reasons\">{items}</ul>"
 
 

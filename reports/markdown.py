@@ -47,7 +47,8 @@ def run_line(summary: Summary) -> str:
 
 def totals_line(summary: Summary) -> str:
     totals = summary.totals()
-    return " · ".join(f"{MARK[o]} {totals[o]} {o}" for o in (FAILED, UNKNOWN, PASSED, SKIPPED) if totals[o] or o != SKIPPED)
+    shown = [o for o in (FAILED, UNKNOWN, PASSED, SKIPPED) if totals[o] or o != SKIPPED]
+    return " · ".join(f"{MARK[o]} {totals[o]} {o}" for o in shown)
 
 
 def matrix_table(summary: Summary) -> list[str]:

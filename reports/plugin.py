@@ -114,6 +114,7 @@ class ConformanceReports:
         self.started = _now()
         self.written: list[Path] = []
         self.problems: list[str] = []
+        self.totals: dict[str, int] = {}
 
     # -- before the run ------------------------------------------------------------------------
     def prepare(self) -> None:
@@ -218,6 +219,7 @@ class ConformanceReports:
         if _is_worker(self.config) or not (self.records or self.explicit):
             return
         summary = Summary(run=self.run_info(), results=tuple(_result_of(r) for r in self.records.values()))
+        self.totals = summary.totals()
         write_summary(summary, self.folder / "summary.json")
         self.written.append(self.folder / "summary.json")
         from reports.html import write_report
@@ -235,6 +237,9 @@ class ConformanceReports:
         if not (self.written or self.problems):
             return
         terminalreporter.write_sep("-", "conformance reports")
+        if self.totals:
+            counts = ", ".join(f"{n} {outcome}" for outcome, n in self.totals.items())
+            terminalreporter.write_line(f"conformance: {counts}")
         for path in self.written:
             terminalreporter.write_line(str(path))
         for problem in self.problems:

@@ -169,8 +169,9 @@ def _result_of(item: object, where: str) -> Result:
     unknown = sorted(set(item) - known)
     missing = [name for name in ("nodeid", "area", "spec_id", "outcome") if not isinstance(item.get(name), str)]
     if unknown or missing:
-        raise InputError(f"{where}: " + "; ".join(
-            ([f"unknown fields {unknown}"] if unknown else []) + ([f"missing text fields {missing}"] if missing else [])))
+        problems = ([f"unknown fields {unknown}"] if unknown else []) + (
+            [f"missing text fields {missing}"] if missing else [])
+        raise InputError(f"{where}: " + "; ".join(problems))
     if item["outcome"] not in OUTCOMES:
         raise InputError(f"{where}: outcome must be one of {', '.join(OUTCOMES)}, got {item['outcome']!r}")
     raw_violations = item.get("violations") or []
@@ -178,7 +179,8 @@ def _result_of(item: object, where: str) -> Result:
         raise InputError(f"{where}: \"violations\" must be a list")
     violations = []
     for j, v in enumerate(raw_violations):
-        if not isinstance(v, dict) or not isinstance(v.get("guarantee"), str) or set(v) - set(Violation.__dataclass_fields__):
+        known = set(Violation.__dataclass_fields__)
+        if not isinstance(v, dict) or not isinstance(v.get("guarantee"), str) or set(v) - known:
             raise InputError(f"{where}: violations[{j}] must be an object with a \"guarantee\" and a \"detail\"")
         violations.append(Violation(**{"detail": "", **v}))
     result = Result(**{**item, "violations": tuple(violations)})

@@ -20,7 +20,7 @@ from model import ops as o
 from model.describe import describe_completion, describe_op
 from model.history import Event, completion_of, cursor_of, op_of
 
-COL, LEFT, RIGHT, TOP, LANE, CELL = 46, 104, 36, 52, 46, 13
+COL, LEFT, RIGHT, TOP, LANE, CELL = 46, 104, 36, 52, 58, 15
 PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#e15759", "#76b7b2", "#edc948", "#9c755f",
            "#ff9da7", "#8cd17d", "#499894", "#d37295")
 ACK, NACK, SEEK, BROKER, FAIL = "#2e7d32", "#e65100", "#6a1b9a", "#455a64", "#c62828"
@@ -174,8 +174,13 @@ def render(timeline: Timeline) -> str:
         x1, y1, x2, y2 = _x(a), lane_y[lane_a], _x(b), lane_y[lane_b]
         out.append(f'<path class="redelivery" d="M{x1},{y1} C{(x1 + x2) / 2},{y1 + 24} {(x1 + x2) / 2},{y2 + 24} '
                    f'{x2},{y2}" fill="none" stroke="{color}" stroke-width="1.5" stroke-dasharray="4 3" opacity="0.8"/>')
-    for mark in timeline.marks:
-        out.append(_mark(mark, _x(mark.step), lane_y[mark.lane]))
+    raised: dict[str, tuple[int, bool]] = {}  # lane -> (step, raised) of its last labelled mark
+    for mark in sorted(timeline.marks, key=lambda m: m.step):
+        before = raised.get(mark.lane)
+        lift = bool(mark.label) and mark.kind != "send" and before is not None and before == (mark.step - 1, False)
+        if mark.label and mark.kind != "send":
+            raised[mark.lane] = (mark.step, lift)
+        out.append(_mark(mark, _x(mark.step), lane_y[mark.lane], lift=lift))
     if timeline.reads:
         out += _cursor_panel(timeline, panel_top)
     out.append("</svg>")
@@ -217,7 +222,9 @@ def _violation_band(timeline: Timeline, lane_y: dict[str, int], height: int, col
             f'font-weight="bold">✗ broke {escape(guarantee)}</text>']
 
 
-def _mark(mark: Mark, x: float, y: int) -> str:
+def _mark(mark: Mark, x: float, y: int, *, lift: bool = False) -> str:
+    """One event's shape, its label above (`lift`: higher, when the previous column's label is in the
+    way), its note below, and its tooltip."""
     body = {
         "send": lambda: (f'<rect x="{x - 18}" y="{y - 9}" width="36" height="18" rx="4" fill="{mark.color}"'
                          f'{_dash(mark)}/><text x="{x}" y="{y + 4}" text-anchor="middle" fill="#fff" '
@@ -244,10 +251,11 @@ def _mark(mark: Mark, x: float, y: int) -> str:
                          f'fill="none" stroke="{mark.color}" stroke-width="2"/>'),
         "crash": lambda: (f'<path d="M{x + 2},{y - 10} L{x - 6},{y + 1} L{x},{y + 1} L{x - 2},{y + 10} '
                           f'L{x + 6},{y - 2} L{x},{y - 2} Z" fill="{mark.color}"/>'),
-    }.get(mark.kind, lambda: f'<circle cx="{x}" cy="{y}" r="8" fill="#fff" stroke="{mark.color}" stroke-width="2.5"/>')()
+    }.get(mark.kind, lambda: (f'<circle cx="{x}" cy="{y}" r="8" fill="#fff" stroke="{mark.color}" '
+                              f'stroke-width="2.5"/>'))()
     labels = ""
     if mark.label and mark.kind != "send":
-        labels += (f'<text x="{x}" y="{y - 15}" text-anchor="middle" fill="{mark.color}" '
+        labels += (f'<text x="{x}" y="{y - (25 if lift else 15)}" text-anchor="middle" fill="{mark.color}" '
                    f'font-weight="bold">{escape(mark.label)}</text>')
     if mark.note:
         colour_ = FAIL if mark.failed else "#444"
@@ -284,7 +292,8 @@ def _cursor_panel(timeline: Timeline, top: int) -> list[str]:
         out.append(f'<g class="ev" data-step="{read.step}" data-kind="read_cursor"><title>{escape(read.title)}</title>'
                    f'{"".join(cells)}<text x="{x}" y="{top - 8}" text-anchor="middle" fill="#1b5e20">'
                    f'md={read.mark_delete}</text></g>')
-    path = " ".join((f"M{x - 11},{y}" if k == 0 else f"H{x - 11} V{y}") + f" H{x + 11}" for k, (x, y) in enumerate(line))
+    path = " ".join((f"M{x - 11},{y}" if k == 0 else f"H{x - 11} V{y}") + f" H{x + 11}"
+                    for k, (x, y) in enumerate(line))
     out.append(f'<path class="mark-delete" d="{path}" fill="none" stroke="#1b5e20" stroke-width="2.5"/>')
     out.append(f'<line x1="{LEFT - 6}" y1="{bottom + 2}" x2="{LEFT + timeline.steps * COL}" y2="{bottom + 2}" '
                f'stroke="#eee"/>')

@@ -26,7 +26,6 @@ DEFAULT_MASTER = "local[*]"
 DEFAULT_DRIVER_MEMORY = "4g"
 PACKAGES = ("model", "traces", "fixtures")
 JAVA_OPTIONS: tuple[str, ...] = ()
-IN_FILTER_VALUES = 200
 _HERE = Path(__file__).resolve().parent
 
 
@@ -63,10 +62,7 @@ def spark_session(master: str | None = None, *, app: str = "traces", driver_memo
         "spark.sql.adaptive.enabled": "true",
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         "spark.python.worker.reuse": "true",
-        # Up to this many values, an IN filter reaches Parquet as equalities, which use the page
-        # index (a diff names the programs it reads). Above it Spark pushes a min..max range only;
-        # more equalities cost more than they skip (measured: 200 ids win, 1000 lose, 2000 overflow).
-        "spark.sql.parquet.pushdown.inFilterThreshold": str(IN_FILTER_VALUES),
+
         "spark.driver.extraJavaOptions": " ".join(
             [f"-Dlog4j2.configurationFile=file:{_HERE / 'log4j2.properties'}", *JAVA_OPTIONS,
              os.environ.get("TRACES_JAVA_OPTIONS", "")]).strip(),

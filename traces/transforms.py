@@ -99,16 +99,25 @@ def _sql_string(text: str) -> str:
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-def key_filter_sql(keys: list[tuple[str, str]]) -> str:
-    """Exactly the given (spec_id, program_id) keys, written so that Parquet can use it: the
-    `spec_id IN` and `program_id IN` parts are pushed down and skip the partitions, row groups and
-    pages (events are sorted by program) that cannot match; the pair test makes it exact."""
+def _balanced_or(parts: list[str]) -> str:
+    if len(parts) == 1:
+        return parts[0]
+    middle = len(parts) // 2
+    return f"({_balanced_or(parts[:middle])} OR {_balanced_or(parts[middle:])})"
+
+
+def key_filter_sql(keys: list[tuple[str, str]], *, chunk: int = 10) -> str:
+    """Exactly the given (spec_id, program_id) keys, written for Parquet: the pair test (first, a
+    hash lookup) is exact; `spec_id IN` prunes partitions; the program ids, as a balanced OR of
+    small IN lists, reach Parquet as equalities that use the page index, so only the pages that
+    may hold a listed program are read (events are sorted by program)."""
     if not keys:
         return "false"
-    specs = ", ".join(_sql_string(v) for v in sorted({k for k, _ in keys}))
-    programs = ", ".join(_sql_string(v) for v in sorted({p for _, p in keys}))
     pairs = ", ".join(f"({_sql_string(k)}, {_sql_string(p)})" for k, p in sorted(set(keys)))
-    return f"spec_id IN ({specs}) AND program_id IN ({programs}) AND (spec_id, program_id) IN ({pairs})"
+    specs = ", ".join(_sql_string(v) for v in sorted({k for k, _ in keys}))
+    ids = sorted({p for _, p in keys})
+    lists = [f"program_id IN ({', '.join(_sql_string(v) for v in ids[i:i + chunk])})" for i in range(0, len(ids), chunk)]
+    return f"(spec_id, program_id) IN ({pairs}) AND spec_id IN ({specs}) AND {_balanced_or(lists)}"
 
 
 def narrowed(events: DataFrame, condition_sql: str) -> DataFrame:

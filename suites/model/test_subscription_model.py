@@ -170,3 +170,13 @@ def test_acks_reach_the_broker_as_a_prefix_of_each_consumers_calls():
     skipped_first = run(SHARED, program + [(o.ReadCursor(), o.ok(cur.delete(cur.Cursor(), [3])))])
     assert skipped_first.violation.guarantee is Guarantee.CURSOR
     assert "prefix" in skipped_first.violation.detail
+
+
+def test_an_exclusive_rewind_redelivers_what_was_received_while_it_was_on_its_way():
+    """Found on the broker: nack m0 (the client will rewind after the delay), receive m1 in the
+    meantime; the rewind delivers m0 and m1 again."""
+    program = [*send(1), (o.Subscribe(consumer="c0"), o.ok()), got("c0", m(0), at=9),
+               (o.NegativeAcknowledge(consumer="c0", message=m(0)), o.ok(at=51)), (o.Send(), o.ok(at=53)),
+               got("c0", m(1), at=54), got("c0", m(0), at=153), got("c0", m(1), at=153)]
+    assert run(EXCLUSIVE.with_(nack_delay_ms=100), program).ok
+    assert run(EXCLUSIVE.with_(nack_delay_ms=100), program + [got("c0", m(1), at=160)]).violation

@@ -1,0 +1,141 @@
+"""Two runs side by side: where their verdicts differ (e.g. Pulsar 4.0.7 against 4.2.4).
+
+    python -m reports.compare runs/4.0.7/summary.json runs/4.2.4/summary.json --out reports/out/compare
+
+Cells are matched by guarantee area and spec id; a cell differs when its outcome or its broken
+guarantees differ, or when only one run has it. Writes `compare.html` (offline, like report.html:
+the matrix with both verdicts in every cell, the differing ones marked, links to each run's own
+report) and `compare.md`, and prints the markdown. Exit status 0, or 1 with --fail-on-difference
+when some cell differs; 2 for a missing or malformed summary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from dataclasses import dataclass
+from html import escape
+from pathlib import Path
+
+from reports.html import MARK, STYLE
+from reports.markdown import compare_markdown, run_line, totals_line
+from reports.results import FAILED, InputError, Result, Summary, load_summary, order_spec_ids
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Cell:
+    area: str
+    spec_id: str
+    a: Result | None
+    b: Result | None
+
+    @property
+    def differs(self) -> bool:
+        return _verdict(self.a) != _verdict(self.b)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Comparison:
+    a: Summary
+    b: Summary
+    labels: tuple[str, str]
+    cells: tuple[Cell, ...]
+
+    @property
+    def runs(self) -> tuple[Summary, Summary]:
+        return self.a, self.b
+
+    @property
+    def differing(self) -> tuple[Cell, ...]:
+        return tuple(c for c in self.cells if c.differs)
+
+
+def _verdict(result: Result | None) -> tuple[str, tuple[str, ...]] | None:
+    return None if result is None else (result.outcome, tuple(sorted(result.guarantees)))
+
+
+def compare(a: Summary, b: Summary, labels: tuple[str, str] | None = None) -> Comparison:
+    if labels is None:
+        labels = (a.label(), b.label())
+        if labels[0] == labels[1]:
+            labels = (f"{labels[0]} (A)", f"{labels[1]} (B)")
+    areas = list(dict.fromkeys(a.areas() + b.areas()))
+    spec_ids = order_spec_ids(a.spec_ids() + b.spec_ids())
+    cells = tuple(Cell(area=area, spec_id=s, a=a.result(area, s), b=b.result(area, s))
+                  for area in areas for s in spec_ids if a.result(area, s) or b.result(area, s))
+    return Comparison(a=a, b=b, labels=labels, cells=cells)
+
+
+def render_html(comparison: Comparison, *, reports: tuple[str | None, str | None] = (None, None)) -> str:
+    la, lb = comparison.labels
+    areas = list(dict.fromkeys(c.area for c in comparison.cells))
+    spec_ids = order_spec_ids(c.spec_id for c in comparison.cells)
+    by_key = {(c.area, c.spec_id): c for c in comparison.cells}
+    head = "".join(f"<th>{escape(s)}</th>" for s in spec_ids)
+    rows = []
+    for area in areas:
+        tds = "".join(_td(by_key.get((area, s)), la, lb) for s in spec_ids)
+        rows.append(f"<tr><th class=\"area\">{escape(area)}</th>{tds}</tr>")
+    links = " · ".join(f"<a href=\"{escape(href)}\">{escape(label)}: report</a>"
+                       for label, href in zip(comparison.labels, reports) if href)
+    runs = "".join(f"<li><b>{escape(label)}</b>: {escape(run_line(s).replace('`', ''))} · "
+                   f"{escape(totals_line(s))}</li>" for label, s in zip(comparison.labels, comparison.runs))
+    differing = "".join(f"<li><b>{escape(c.area)} [{escape(c.spec_id)}]</b>: {escape(la)} {escape(_text(c.a))}, "
+                        f"{escape(lb)} {escape(_text(c.b))}</li>" for c in comparison.differing)
+    return (f"<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{escape(la)} vs {escape(lb)}"
+            f"</title><style>{STYLE} td.differs {{ outline: 3px solid #f9ab00; outline-offset: -3px; }}"
+            f" .side {{ display: block; white-space: nowrap; }}</style></head><body>"
+            f"<h1>Conformance side by side: {escape(la)} vs {escape(lb)}</h1><ul>{runs}</ul><p>{links}</p>"
+            f"<p class=\"totals\"><span>{len(comparison.differing)} of {len(comparison.cells)} cells differ</span></p>"
+            f"<table class=\"matrix\"><thead><tr><th class=\"area\">guarantee area</th>{head}</tr></thead>"
+            f"<tbody>{''.join(rows)}</tbody></table>"
+            + (f"<h2>Where the verdicts differ</h2><ul class=\"reasons\">{differing}</ul>" if differing else "")
+            + "</body></html>\n")
+
+
+def _text(result: Result | None) -> str:
+    if result is None:
+        return "not run"
+    return result.verdict()
+
+
+def _td(cell: Cell | None, la: str, lb: str) -> str:
+    if cell is None:
+        return "<td></td>"
+    worst = max((r for r in (cell.a, cell.b) if r), key=lambda r: ("passed", "skipped", "unknown", "failed").index(
+        r.outcome))
+    sides = "".join(f"<span class=\"side\">{escape(label)}: {MARK[r.outcome] + ' ' if r else ''}"
+                    f"{escape(', '.join(sorted(r.guarantees)) if r and r.outcome == FAILED else _text(r))}</span>"
+                    for label, r in ((la, cell.a), (lb, cell.b)))
+    marker = " differs" if cell.differs else ""
+    return f"<td class=\"{worst.outcome}{marker}\">{sides}</td>"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m reports.compare",
+                                     description="Show where two conformance runs' verdicts differ.")
+    parser.add_argument("a", type=Path, help="summary.json of the first run")
+    parser.add_argument("b", type=Path, help="summary.json of the second run")
+    parser.add_argument("--labels", nargs=2, metavar=("A", "B"), help="names of the runs (default: Pulsar versions)")
+    parser.add_argument("--out", type=Path, default=Path("reports/out/compare"),
+                        help="folder for compare.html and compare.md (default: %(default)s)")
+    parser.add_argument("--fail-on-difference", action="store_true", help="exit 1 when some cell differs")
+    args = parser.parse_args(argv)
+    try:
+        comparison = compare(load_summary(args.a), load_summary(args.b), tuple(args.labels) if args.labels else None)
+    except InputError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    args.out.mkdir(parents=True, exist_ok=True)
+    reports = tuple(os.path.relpath(p.parent / "report.html", args.out) if (p.parent / "report.html").is_file()
+                    else None for p in (args.a, args.b))
+    (args.out / "compare.html").write_text(render_html(comparison, reports=reports))
+    text = compare_markdown(comparison)
+    (args.out / "compare.md").write_text(text)
+    print(text)
+    return 1 if args.fail_on_difference and comparison.differing else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,61 @@
+"""Two runs side by side (reports/compare.py): exactly the cells whose verdicts differ are found."""
+
+from __future__ import annotations
+
+import re
+
+from reports import compare
+from suites.reports.samples import result, save, summary
+
+A = summary(result("individual_ack", "Shared", "passed"),
+            result("individual_ack", "Exclusive", "failed", guarantee="no-loss"),
+            result("negative_ack", "Shared", "passed"),
+            result("seek", "Shared", "failed", guarantee="no-loss"),
+            result("cumulative_ack", "Exclusive", "skipped", reason="not on this target"), version="4.0.7")
+B = summary(result("individual_ack", "Shared", "failed", guarantee="no-loss"),
+            result("individual_ack", "Exclusive", "failed", guarantee="no-loss", examples=3, steps=9),
+            result("negative_ack", "Shared", "unknown", reason="time limit"),
+            result("seek", "Shared", "failed", guarantee="order"),
+            result("cumulative_ack", "Exclusive", "skipped", reason="not on this target"),
+            result("batches", "Shared", "passed"), version="4.2.4")
+DIFFERING = {("individual_ack", "Shared"), ("negative_ack", "Shared"), ("seek", "Shared"), ("batches", "Shared")}
+
+
+def test_the_cells_whose_verdicts_differ_and_only_those():
+    comparison = compare.compare(A, B)
+    assert {(c.area, c.spec_id) for c in comparison.differing} == DIFFERING
+    assert len(comparison.cells) == 6
+    assert comparison.labels == ("4.0.7", "4.2.4")  # the Pulsar versions name the runs
+
+
+def test_identical_verdicts_do_not_differ_whatever_the_counts():
+    assert compare.compare(A, A).differing == ()
+
+
+def test_the_page_marks_the_differing_cells(tmp_path):
+    page = compare.render_html(compare.compare(A, B))
+    assert len(re.findall(r'<td class="[a-z]+ differs"', page)) == len(DIFFERING)
+    assert "4 of 6 cells differ" in page
+    assert "seek [Shared]</b>: 4.0.7 failed: no-loss, 4.2.4 failed: order" in page
+    assert "batches [Shared]</b>: 4.0.7 not run, 4.2.4 passed" in page
+    assert not re.search(r"https?://", page) and "<script" not in page
+
+
+def test_the_command_line_writes_both_pages_and_can_fail_on_a_difference(tmp_path, capsys):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    a, b = save(tmp_path / "a", A), save(tmp_path / "b", B)
+    (tmp_path / "a" / "report.html").write_text("<html></html>")
+    out = tmp_path / "side-by-side"
+    assert compare.main([str(a), str(b), "--out", str(out), "--labels", "LTS", "latest"]) == 0
+    markdown = (out / "compare.md").read_text()
+    assert "| seek | Shared | ❌ no-loss | ❌ order |" in markdown and markdown in capsys.readouterr().out
+    assert 'href="../a/report.html"' in (out / "compare.html").read_text()
+    assert compare.main([str(a), str(b), "--out", str(out), "--fail-on-difference"]) == 1
+    assert compare.main([str(a), str(a), "--out", str(out), "--fail-on-difference"]) == 0
+
+
+def test_a_malformed_summary_is_a_clear_error(tmp_path, capsys):
+    (tmp_path / "bad.json").write_text("{}")
+    assert compare.main([str(tmp_path / "bad.json"), str(tmp_path / "bad.json"), "--out", str(tmp_path)]) == 2
+    assert "not a conformance summary" in capsys.readouterr().err

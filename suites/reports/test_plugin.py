@@ -1,0 +1,213 @@
+"""The pytest plugin (reports/plugin.py) on a small fake conformance suite, run by pytest in a subprocess.
+
+The fake suite has the real suite's shape (suites/conformance/test_<area>.py, parametrized by spec
+id, a `target` fixture) and one test per outcome: a pass, a real conformance failure of the faulty
+target that loses its third message, an undecided check, an error that is not a conformance
+failure, a skip, and two failures at once (Hypothesis reports them as an ExceptionGroup).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from suites.replay.stored import load, mismatch, replay
+
+ROOT = Path(__file__).resolve().parents[2]
+
+CONFTEST = '''
+import pytest
+
+pytest_plugins = ["reports.plugin"]
+
+
+def pytest_addoption(parser):
+    parser.addoption("--target", default="fixtures.targets.faulty:LosesAMessage")
+
+
+@pytest.fixture
+def target(request):
+    from fixtures.targets.faulty import LosesAMessage
+
+    target = LosesAMessage()
+    target.name = request.config.getoption("--target")
+    return target
+'''
+
+INDIVIDUAL_ACK = '''
+import pytest
+
+from fixtures.targets.lockstep import ConformanceFailure, Lockstep
+from model import ops as o
+from model.guarantees import Guarantee
+from model.spec import Spec, SubscriptionType
+from model.step import Violation
+
+SHARED = Spec(subscription_type=SubscriptionType.SHARED, nack_delay_ms=100)
+SPECS = {"Exclusive": SHARED.with_(subscription_type=SubscriptionType.EXCLUSIVE),
+         "Failover": SHARED.with_(subscription_type=SubscriptionType.FAILOVER), "Shared": SHARED,
+         "Shared-dlq1": SHARED.with_(max_redeliver_count=1),
+         "Key_Shared": SHARED.with_(subscription_type=SubscriptionType.KEY_SHARED)}
+C0 = "c0"
+
+
+def program(target, spec, ops):
+    run = Lockstep(target, spec, "p")
+    for op in ops:
+        run.do(op)
+    run.check_drained()
+    return run
+
+
+@pytest.mark.parametrize("spec", SPECS.values(), ids=SPECS.keys())
+def test_individual_ack(spec, target, request):
+    case = request.node.callspec.id
+    program(target, spec, [o.Send()])  # 1 program, 1 op
+    if case == "Shared":  # 2 programs, 5 ops
+        program(target, spec, [o.Send(), o.Subscribe(consumer=C0), o.Receive(consumer=C0), o.Receive(consumer=C0)])
+    if case == "Exclusive":  # the third message never comes: 2 programs, 8 ops
+        program(target, spec, [o.Send(), o.Send(), o.Send(), o.Subscribe(consumer=C0)] + [o.Receive(consumer=C0)] * 3)
+    if case == "Failover":
+        raise ConformanceFailure(Violation(guarantee=Guarantee.CURSOR, detail="solver gave up", undecided=True),
+                                 [], spec)
+    if case == "Key_Shared":
+        raise RuntimeError("the target fell over")
+    if case == "Shared-dlq1":
+        pytest.skip("not on this target")
+'''
+
+BATCHES = '''
+import pytest
+
+from fixtures.targets.lockstep import ConformanceFailure
+from model import ops as o
+from model.guarantees import Guarantee
+from model.spec import Spec
+from model.step import Violation
+
+
+@pytest.mark.parametrize("spec", [Spec()], ids=["Shared"])
+def test_batches(spec, target):
+    history = [(o.Send(), o.ok((o.MessageId(0),)))]
+    raise ExceptionGroup("Hypothesis found 2 distinct failures", [
+        ConformanceFailure(Violation(guarantee=Guarantee.ORDER, detail="m1 before m0"), history, spec),
+        ConformanceFailure(Violation(guarantee=Guarantee.NO_PHANTOM, detail="m9 was never sent"), history, spec)])
+'''
+
+OTHER = '''
+def test_not_a_conformance_test():
+    assert True
+'''
+
+
+def make_project(folder: Path) -> Path:
+    files = {"conftest.py": CONFTEST, "suites/conformance/test_individual_ack.py": INDIVIDUAL_ACK,
+             "suites/conformance/test_batches.py": BATCHES, "other/test_other.py": OTHER}
+    for name, text in files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(textwrap.dedent(text))
+    return folder
+
+
+@pytest.fixture
+def project(tmp_path):
+    return make_project(tmp_path)
+
+
+def pytest_run(project: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("GITHUB_STEP_SUMMARY", None)
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args], cwd=project,
+                          env=env, text=True, capture_output=True, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    """The fake suite, run once with the default reports folder."""
+    project = make_project(tmp_path_factory.mktemp("fake-suite"))
+    stale = project / "reports" / "out" / "failures" / "old-failure.jsonl"
+    stale.parent.mkdir(parents=True)
+    stale.write_text("{}\n")
+    done = pytest_run(project, "suites")
+    assert done.returncode == 1, done.stdout + done.stderr
+    return project / "reports" / "out", done
+
+
+def test_the_summary_has_one_cell_per_area_and_spec_with_its_outcome(finished):
+    folder, _ = finished
+    summary = json.loads((folder / "summary.json").read_text())
+    cells = summary["matrix"]
+    assert {area: {s: c["outcome"] for s, c in row.items()} for area, row in cells.items()} == {
+        "individual_ack": {"Exclusive": "failed", "Failover": "unknown", "Shared": "passed", "Shared-dlq1": "skipped",
+                           "Key_Shared": "unknown"},
+        "batches": {"Shared": "failed"}}
+    assert cells["individual_ack"]["Exclusive"]["guarantees"] == ["no-loss"]
+    assert cells["batches"]["Shared"]["guarantees"] == ["no-phantom", "order"]
+    assert summary["totals"] == {"passed": 1, "failed": 2, "unknown": 2, "skipped": 1}
+    assert summary["run"]["target"] == "fixtures.targets.faulty:LosesAMessage"
+
+
+def test_unknown_and_skipped_cells_say_why(finished):
+    folder, _ = finished
+    results = {r["spec_id"]: r for r in json.loads((folder / "summary.json").read_text())["results"]
+               if r["area"] == "individual_ack"}
+    assert results["Key_Shared"]["reason"] == ("the test raised RuntimeError: the target fell over, "
+                                               "not a conformance failure")
+    assert "could not decide" in results["Failover"]["reason"]
+    assert results["Failover"]["violations"][0]["undecided"] is True
+    assert results["Shared-dlq1"]["reason"] == "not on this target"
+
+
+def test_programs_and_ops_are_counted_on_the_target(finished):
+    folder, _ = finished
+    cells = json.loads((folder / "summary.json").read_text())["matrix"]["individual_ack"]
+    assert (cells["Shared"]["examples"], cells["Shared"]["steps"]) == (2, 5)
+    assert (cells["Exclusive"]["examples"], cells["Exclusive"]["steps"]) == (2, 8)
+
+
+def test_the_failing_history_is_written_with_its_reproduction_and_replays_to_the_same_verdict(finished):
+    folder, _ = finished
+    failures = folder / "failures"
+    assert not (failures / "old-failure.jsonl").exists()  # the last run's leftovers are gone
+    assert sorted(p.name for p in failures.iterdir()) == sorted(
+        f"{stem}{suffix}" for stem in ("individual_ack-Exclusive", "batches-Shared", "batches-Shared-2",
+                                       "individual_ack-Failover") for suffix in (".jsonl", ".py", ".expect.json"))
+    assert len((failures / "individual_ack-Exclusive.jsonl").read_text().splitlines()) == 7
+    assert "replay('fixtures.targets.faulty:LosesAMessage'" in (failures / "individual_ack-Exclusive.py").read_text()
+    stored = load(failures / "individual_ack-Exclusive.jsonl")
+    assert stored.expectation.guarantee.value == "no-loss" and stored.expectation.step == 7
+    assert mismatch(replay(stored.spec, stored.history, drained=stored.expectation.drained), stored.expectation) is None
+
+
+def test_markdown_html_junit_and_allure_land_in_the_reports_folder(finished):
+    folder, done = finished
+    markdown = (folder / "summary.md").read_text()
+    assert "| individual_ack | ❌ no-loss | ❔ unknown | ✅ | ⏭️ | ❔ unknown |" in markdown
+    page = (folder / "report.html").read_text()
+    assert "<svg" in page and not re.search(r"https?://", page)
+    assert 'testsuite name="pytest"' in (folder / "junit.xml").read_text()
+    assert list((folder / "allure-results").glob("*-result.json"))
+    assert str(folder.relative_to(folder.parents[1]) / "summary.json") in done.stdout
+
+
+def test_junit_and_allure_given_on_the_command_line_are_respected(project):
+    done = pytest_run(project, "suites", "--reports-dir", "elsewhere", "--junitxml", "mine.xml",
+                      "--alluredir", "my-allure")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert (project / "mine.xml").is_file() and list((project / "my-allure").glob("*-result.json"))
+    assert (project / "elsewhere" / "summary.json").is_file()
+    assert not (project / "elsewhere" / "junit.xml").exists()
+    assert not (project / "elsewhere" / "allure-results").exists()
+
+
+def test_a_run_without_conformance_tests_writes_no_reports(project):
+    done = pytest_run(project, "other")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert not (project / "reports").exists()

@@ -146,8 +146,8 @@ def _step_receive(state: State, op: o.Receive, completion: o.Completion) -> Resu
         delivered = message.with_(status=Status.HELD, holder=op.consumer, delivered=True, spare=spare,
                                   back_from=None, back_by=None)
     delivered = delivered.with_(count_lo=delivery.redelivery_count, count_hi=delivery.redelivery_count)
-    if state.rewind_window is not None and delivered.status is Status.HELD:
-        # Received while a rewind is on its way: the rewind may deliver it again.
+    if state.rewind_window is not None and delivered.status is Status.HELD and message.status is Status.AVAILABLE:
+        # First received while a rewind is on its way: the rewind may deliver it once more.
         delivered = delivered.with_(spare=delivered.spare + 1)
     window = state.spec.ack_timeout_window_ms
     if window is not None and delivered.status is Status.HELD:

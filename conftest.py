@@ -5,7 +5,7 @@ Options are grouped under "conformance" and named once, in fixtures/options.py.
 
 from fixtures import options
 
-pytest_plugins = ["fixtures.pulsar", "fixtures.conformance"]
+pytest_plugins = ["fixtures.pulsar", "fixtures.conformance", "reports.plugin"]
 
 MARKERS = {
     "broker": "needs a real Pulsar broker (the embedded one, started on demand, or --service-url)",

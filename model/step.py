@@ -339,7 +339,13 @@ def _step_negative_acknowledge(state: State, op: o.NegativeAcknowledge, completi
     targets = entry_mates if message.id.index >= 0 and not state.spec.batch_index_ack else [message]
     changed = {}
     for target in targets:
-        if target.status is Status.HELD and target.holder == op.consumer:
+        if target.status is Status.HELD and target.holder == op.consumer and target.back_from is not None:
+            # Nacked again before it came back: the client's tracker keeps one entry per message and
+            # moves its due time (C++ NegativeAcksTracker); observed on 4.0.7: one redelivery, count +1.
+            # Should the first due time have fired already, a second copy may follow.
+            changed[target.id] = target.with_(back_by=max(target.back_by or 0, completion.at + hi),
+                                              count_hi=target.count_hi + 1, spare=target.spare + 1)
+        elif target.status is Status.HELD and target.holder == op.consumer:
             changed[target.id] = _requested(state, target, completion.at + lo, completion.at + hi)
         elif target.status is Status.ACKED and not target.ack_confirmed or target.id.entry == message.id.entry:
             changed[target.id] = target.with_(spare=target.spare + (1 if target.status is Status.ACKED else 0))

@@ -2,10 +2,10 @@
 
     python -m reports.compare runs/4.0.7/summary.json runs/4.2.4/summary.json --out reports/out/compare
 
-Cells are matched by guarantee area and spec id; a cell differs when its outcome or its broken
-guarantees differ, or when only one run has it. Writes `compare.html` (offline, like report.html:
-the matrix with both verdicts in every cell, the differing ones marked, links to each run's own
-report) and `compare.md`, and prints the markdown. Exit status 0, or 1 with --fail-on-difference
+Cells are matched by guarantee area and spec id; a cell differs when both runs have it and its
+outcome or its broken guarantees differ; cells only one run has are listed apart. Writes
+`compare.html` (offline, like report.html: the matrix with both verdicts in every cell, the
+differing ones marked, links to each run's own report) and `compare.md`, and prints the markdown. Exit status 0, or 1 with --fail-on-difference
 when some cell differs; 2 for a missing or malformed summary.
 """
 
@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from html import escape
 from pathlib import Path
 
-from reports.html import MARK, STYLE
-from reports.markdown import compare_markdown, run_line, totals_line
+from reports.html import MARK, STYLE, matrix_head
+from reports.markdown import compare_markdown, run_line
 from reports.results import FAILED, InputError, Result, Summary, load_summary, order_spec_ids
 
 
@@ -32,7 +32,11 @@ class Cell:
 
     @property
     def differs(self) -> bool:
-        return _verdict(self.a) != _verdict(self.b)
+        return self.a is not None and self.b is not None and _verdict(self.a) != _verdict(self.b)
+
+    @property
+    def in_one_run(self) -> bool:
+        return (self.a is None) != (self.b is None)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -49,6 +53,10 @@ class Comparison:
     @property
     def differing(self) -> tuple[Cell, ...]:
         return tuple(c for c in self.cells if c.differs)
+
+    @property
+    def in_one_run(self) -> tuple[Cell, ...]:
+        return tuple(c for c in self.cells if c.in_one_run)
 
 
 def _verdict(result: Result | None) -> tuple[str, tuple[str, ...]] | None:
@@ -72,7 +80,6 @@ def render_html(comparison: Comparison, *, reports: tuple[str | None, str | None
     areas = list(dict.fromkeys(c.area for c in comparison.cells))
     spec_ids = order_spec_ids(c.spec_id for c in comparison.cells)
     by_key = {(c.area, c.spec_id): c for c in comparison.cells}
-    head = "".join(f"<th>{escape(s)}</th>" for s in spec_ids)
     rows = []
     for area in areas:
         tds = "".join(_td(by_key.get((area, s)), la, lb) for s in spec_ids)
@@ -80,17 +87,20 @@ def render_html(comparison: Comparison, *, reports: tuple[str | None, str | None
     links = " · ".join(f"<a href=\"{escape(href)}\">{escape(label)}: report</a>"
                        for label, href in zip(comparison.labels, reports) if href)
     runs = "".join(f"<li><b>{escape(label)}</b>: {escape(run_line(s).replace('`', ''))} · "
-                   f"{escape(totals_line(s))}</li>" for label, s in zip(comparison.labels, comparison.runs))
-    differing = "".join(f"<li><b>{escape(c.area)} [{escape(c.spec_id)}]</b>: {escape(la)} {escape(_text(c.a))}, "
-                        f"{escape(lb)} {escape(_text(c.b))}</li>" for c in comparison.differing)
+                   + ", ".join(f"{n} {outcome}" for outcome, n in s.totals().items()) + "</li>"
+                   for label, s in zip(comparison.labels, comparison.runs))
+    differing, lonely = ("".join(f"<li><b>{escape(c.area)} [{escape(c.spec_id)}]</b>: {escape(la)} "
+                                 f"{escape(_text(c.a))}, {escape(lb)} {escape(_text(c.b))}</li>" for c in cells)
+                         for cells in (comparison.differing, comparison.in_one_run))
     return (f"<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{escape(la)} vs {escape(lb)}"
             f"</title><style>{STYLE} td.differs {{ outline: 3px solid #f9ab00; outline-offset: -3px; }}"
             f" .side {{ display: block; white-space: nowrap; }}</style></head><body>"
             f"<h1>Conformance side by side: {escape(la)} vs {escape(lb)}</h1><ul>{runs}</ul><p>{links}</p>"
-            f"<p class=\"totals\"><span>{len(comparison.differing)} of {len(comparison.cells)} cells differ</span></p>"
-            f"<table class=\"matrix\"><thead><tr><th class=\"area\">guarantee area</th>{head}</tr></thead>"
-            f"<tbody>{''.join(rows)}</tbody></table>"
+            f"<p class=\"totals\"><span>{len(comparison.differing)} of {len(comparison.cells)} cells differ</span>"
+            f"<span>{len(comparison.in_one_run)} run by one side only</span></p>"
+            f"<table class=\"matrix\">{matrix_head(spec_ids)}<tbody>{''.join(rows)}</tbody></table>"
             + (f"<h2>Where the verdicts differ</h2><ul class=\"reasons\">{differing}</ul>" if differing else "")
+            + (f"<h2>Run by one side only</h2><ul class=\"reasons\">{lonely}</ul>" if lonely else "")
             + "</body></html>\n")
 
 

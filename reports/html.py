@@ -30,7 +30,8 @@ table.matrix { border-collapse: collapse; margin: 8px 0; }
 .matrix th.area { text-align: left; } .matrix thead th { background: #f4f4f4; }
 td.passed { background: #e6f4ea; color: #1e5e2b; } td.failed { background: #fce8e6; color: #a50e0e; font-weight: bold; }
 td.unknown { background: #fef7e0; color: #8a5a00; } td.skipped { background: #f1f3f4; color: #666; }
-td.failed a { color: inherit; } .count { display: block; font-size: 10px; color: #666; font-weight: normal; }
+td.failed a { color: inherit; }
+.count { display: block; font-size: 10px; color: #666; font-weight: normal; white-space: nowrap; }
 article.failure { border: 1px solid #e0b4b4; border-left: 6px solid #c62828; padding: 12px 16px; margin: 16px 0;
   border-radius: 4px; background: #fffafa; }
 .promise { color: #555; font-style: italic; } .detail { font-weight: bold; color: #a50e0e; }
@@ -78,6 +79,15 @@ def _run_info(summary: Summary) -> str:
 
 def _matrix(summary: Summary) -> str:
     spec_ids = summary.spec_ids()
+    rows = []
+    for area in summary.areas():
+        cells = "".join(_cell(summary.result(area, s)) for s in spec_ids)
+        rows.append(f"<tr><th class=\"area\">{escape(area)}</th>{cells}</tr>")
+    return f"<table class=\"matrix\">{matrix_head(spec_ids)}<tbody>{''.join(rows)}</tbody></table>"
+
+
+def matrix_head(spec_ids: list[str]) -> str:
+    """Two header rows: the subscription types, then their variants (`plain`, `dlq1`, `batch-index-ack`)."""
     groups: list[tuple[str, int]] = []
     for spec_id in spec_ids:
         base = subscription_of(spec_id)
@@ -90,13 +100,8 @@ def _matrix(summary: Summary) -> str:
                     f"<th colspan=\"{n}\">{escape(base)}</th>" for base, n in groups)
     second = "".join(f"<th>{escape(s.removeprefix(subscription_of(s)).lstrip('-') or 'plain')}</th>"
                      for s in spec_ids if subscription_of(s) not in plain)
-    head = (f"<thead><tr><th class=\"area\" rowspan=\"2\">guarantee area</th>{first}</tr>"
+    return (f"<thead><tr><th class=\"area\" rowspan=\"2\">guarantee area</th>{first}</tr>"
             f"<tr>{second}</tr></thead>")
-    rows = []
-    for area in summary.areas():
-        cells = "".join(_cell(summary.result(area, s)) for s in spec_ids)
-        rows.append(f"<tr><th class=\"area\">{escape(area)}</th>{cells}</tr>")
-    return f"<table class=\"matrix\">{head}<tbody>{''.join(rows)}</tbody></table>"
 
 
 def _cell(result: Result | None) -> str:

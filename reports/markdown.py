@@ -131,11 +131,14 @@ def compare_markdown(comparison: Comparison) -> str:
     a, b = comparison.labels
     lines = [f"## Conformance side by side: {a} vs {b}", "",
              f"- **{a}**: {run_line(comparison.a)}", f"- **{b}**: {run_line(comparison.b)}", "",
-             f"{len(comparison.differing)} of {len(comparison.cells)} cells differ.", ""]
-    if comparison.differing:
-        lines += [f"| area | spec | {a} | {b} |", "|---|---|---|---|"]
-        lines += [f"| {c.area} | {c.spec_id} | {cell(c.a) or 'not run'} | {cell(c.b) or 'not run'} |"
-                  for c in comparison.differing] + [""]
+             f"{len(comparison.differing)} of {len(comparison.cells)} cells differ; "
+             f"{len(comparison.in_one_run)} ran in one run only.", ""]
+    for title, cells in (("Where the verdicts differ", comparison.differing),
+                         ("Run by one side only", comparison.in_one_run)):
+        if cells:
+            lines += [f"### {title}", "", f"| area | spec | {a} | {b} |", "|---|---|---|---|"]
+            lines += [f"| {c.area} | {c.spec_id} | {cell(c.a) or 'not run'} | {cell(c.b) or 'not run'} |"
+                      for c in cells] + [""]
     return "\n".join(lines).rstrip() + "\n"
 
 

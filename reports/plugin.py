@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
+import json
 import os
 import platform
 import sys
@@ -35,6 +36,8 @@ from pathlib import Path
 
 import pytest
 
+from model.history import spec_json
+from model.spec import Spec
 from reports import failures as stored
 from reports.results import (FAILED, PASSED, SKIPPED, UNKNOWN, Result, Summary, Violation, subscription_of,
                              write_summary)
@@ -48,16 +51,20 @@ RANK = {PASSED: 0, SKIPPED: 1, UNKNOWN: 2, FAILED: 3}  # when phases disagree, t
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("conformance", "Pulsar acknowledgement conformance")
-    group.addoption(REPORTS_DIR, default=None, metavar="DIR",
-                    help="where a conformance run writes summary.json, summary.md, report.html, the failing "
-                         "examples' histories, and (unless --junitxml / --alluredir say otherwise) junit.xml and "
-                         f"allure-results (default: {DEFAULT_DIR})")
+    try:
+        group.addoption(REPORTS_DIR, default=None, metavar="DIR",
+                        help="where a conformance run writes summary.json, summary.md, report.html, the failing "
+                             "examples' histories, and (unless --junitxml / --alluredir say otherwise) junit.xml "
+                             f"and allure-results (default: {DEFAULT_DIR})")
+    except ValueError:  # the group already declares it (it must then default to None, meaning reports/out)
+        pass
 
 
 @pytest.hookimpl(tryfirst=True)  # before junitxml's and allure's own pytest_configure read their options
 def pytest_configure(config: pytest.Config) -> None:
     given = config.getoption("reports_dir", None)
-    reports = ConformanceReports(config, Path(given) if given else DEFAULT_DIR, explicit=given is not None)
+    folder = config.invocation_params.dir / (given or DEFAULT_DIR)  # fixed now, whatever a test's cwd is later
+    reports = ConformanceReports(config, folder, explicit=given is not None)
     config.pluginmanager.register(reports, "conformance-reports")
     if (given is not None or covers_conformance(config)) and not _is_worker(config):
         reports.prepare()
@@ -110,7 +117,6 @@ class ConformanceReports:
         self.folder = folder
         self.explicit = explicit
         self.records: dict[str, dict] = {}
-        self.modelled: dict[str, set[str]] = {"broker_version": set(), "client": set()}
         self.started = _now()
         self.written: list[Path] = []
         self.problems: list[str] = []
@@ -174,11 +180,9 @@ class ConformanceReports:
         area, spec_id = area_and_spec_id(item)
         spec = getattr(getattr(item, "callspec", None), "params", {}).get("spec")
         subscription = getattr(getattr(spec, "subscription_type", None), "value", None) or subscription_of(spec_id)
-        for name in self.modelled:
-            if isinstance(getattr(spec, name, None), str):
-                self.modelled[name].add(getattr(spec, name))
         return {"area": area, "spec_id": spec_id, "subscription_type": subscription,
                 "spec": spec.describe() if hasattr(spec, "describe") else None,
+                "spec_fields": json.loads(spec_json(spec)) if isinstance(spec, Spec) else None,
                 "target": self.config.getoption("target", None)}
 
     def _failed(self, item: pytest.Item, error: BaseException | None, when: str) -> dict:
@@ -250,9 +254,11 @@ class ConformanceReports:
 
         config = self.config
         target = config.getoption("target", None)
+        modelled = {name: sorted({r["spec_fields"][name] for r in self.records.values() if r.get("spec_fields")})
+                    for name in ("broker_version", "client")}
         return {
-            "target": target, "pulsar": _pulsar(config, target, self.modelled["broker_version"]),
-            "client": {"pulsar-client": _version("pulsar-client"), "modelled": sorted(self.modelled["client"])},
+            "target": target, "pulsar": _pulsar(config, target, modelled["broker_version"]),
+            "client": {"pulsar-client": _version("pulsar-client"), "modelled": modelled["client"]},
             "hypothesis_profile": settings.get_current_profile_name(), "python": platform.python_version(),
             "run_id": getattr(sys.modules.get("fixtures.pulsar"), "RUN_ID", None),
             "started": self.started, "finished": _now(), "args": [str(a) for a in config.invocation_params.args],
@@ -294,8 +300,8 @@ def _result_of(record: dict) -> Result:
     return Result(**fields)
 
 
-def _pulsar(config: pytest.Config, target: str | None, modelled: set[str]) -> dict:
-    info: dict = {"modelled": sorted(modelled)}
+def _pulsar(config: pytest.Config, target: str | None, modelled: list[str]) -> dict:
+    info: dict = {"modelled": modelled}
     if target == "model":
         return {**info, "version": None, "source": "none: the reference model target"}
     service_url = config.getoption("service_url", None)

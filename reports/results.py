@@ -46,6 +46,7 @@ class Result:
     target: str | None = None
     subscription_type: str | None = None
     spec: str | None = None  # Spec.describe()
+    spec_fields: dict | None = None  # every field of the Spec (model/spec.py), as JSON
     violations: tuple[Violation, ...] = ()
     reason: str | None = None  # why unknown or skipped
     flaky: bool = False  # Hypothesis could not reproduce the failure on replay

@@ -133,8 +133,9 @@ def verify(check, spec: Spec, target, program_ids, target_name: str, config) -> 
 
     allure.dynamic.feature(check.area)
     try:
-        run_conformance(target, spec, program_ids, kinds=check.kinds, settings_=settings_for(target_name, config),
-                        drain_idle_ms=30 if target_name == "model" else 1000)
+        deterministic = getattr(getattr(target, "target", target), "deterministic", False)
+        run_conformance(target, spec, program_ids, kinds=check.kinds, settings_=settings_for(target, config),
+                        drain_idle_ms=30 if deterministic else 1000)
     except ConformanceFailure as failure:
         attach_failure(failure, target)
         raise

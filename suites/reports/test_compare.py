@@ -18,12 +18,13 @@ B = summary(result("individual_ack", "Shared", "failed", guarantee="no-loss"),
             result("seek", "Shared", "failed", guarantee="order"),
             result("cumulative_ack", "Exclusive", "skipped", reason="not on this target"),
             result("batches", "Shared", "passed"), version="4.2.4")
-DIFFERING = {("individual_ack", "Shared"), ("negative_ack", "Shared"), ("seek", "Shared"), ("batches", "Shared")}
+DIFFERING = {("individual_ack", "Shared"), ("negative_ack", "Shared"), ("seek", "Shared")}
 
 
 def test_the_cells_whose_verdicts_differ_and_only_those():
     comparison = compare.compare(A, B)
     assert {(c.area, c.spec_id) for c in comparison.differing} == DIFFERING
+    assert [(c.area, c.spec_id) for c in comparison.in_one_run] == [("batches", "Shared")]
     assert len(comparison.cells) == 6
     assert comparison.labels == ("4.0.7", "4.2.4")  # the Pulsar versions name the runs
 
@@ -35,7 +36,7 @@ def test_identical_verdicts_do_not_differ_whatever_the_counts():
 def test_the_page_marks_the_differing_cells(tmp_path):
     page = compare.render_html(compare.compare(A, B))
     assert len(re.findall(r'<td class="[a-z]+ differs"', page)) == len(DIFFERING)
-    assert "4 of 6 cells differ" in page
+    assert "3 of 6 cells differ" in page and "1 run by one side only" in page
     assert "seek [Shared]</b>: 4.0.7 failed: no-loss, 4.2.4 failed: order" in page
     assert "batches [Shared]</b>: 4.0.7 not run, 4.2.4 passed" in page
     assert not re.search(r"https?://", page) and "<script" not in page
@@ -50,6 +51,8 @@ def test_the_command_line_writes_both_pages_and_can_fail_on_a_difference(tmp_pat
     assert compare.main([str(a), str(b), "--out", str(out), "--labels", "LTS", "latest"]) == 0
     markdown = (out / "compare.md").read_text()
     assert "| seek | Shared | ❌ no-loss | ❌ order |" in markdown and markdown in capsys.readouterr().out
+    assert "3 of 6 cells differ; 1 ran in one run only" in markdown
+    assert "| batches | Shared | not run | ✅ |" in markdown
     assert 'href="../a/report.html"' in (out / "compare.html").read_text()
     assert compare.main([str(a), str(b), "--out", str(out), "--fail-on-difference"]) == 1
     assert compare.main([str(a), str(a), "--out", str(out), "--fail-on-difference"]) == 0

@@ -348,7 +348,10 @@ def _step_negative_acknowledge(state: State, op: o.NegativeAcknowledge, completi
         elif target.status is Status.HELD and target.holder == op.consumer:
             changed[target.id] = _requested(state, target, completion.at + lo, completion.at + hi)
         elif target.status is Status.ACKED and not target.ack_confirmed or target.id.entry == message.id.entry:
-            changed[target.id] = target.with_(spare=target.spare + (1 if target.status is Status.ACKED else 0))
+            # The broker counts redeliveries per entry: the whole batch comes back counted.
+            bump = 1 if state.spec.subscription_type.tracks_redelivery_count else 0
+            changed[target.id] = target.with_(spare=target.spare + (1 if target.status is Status.ACKED else 0),
+                                              count_hi=target.count_hi + bump)
     return replace_messages(state, changed)
 
 
@@ -389,7 +392,8 @@ def _redeliver(state: State, consumer: str, at: int, *, window: tuple[int, int])
             # dispatched again, a duplicate, and on Shared the broker counts it as redelivered.
             bump = 0 if rewind else 1
             changed[message.id] = message.with_(count_hi=message.count_hi + bump, spare=message.spare + 1, fresh=False)
-    state = _entries_come_back(replace_messages(state, changed), {message_id.entry for message_id in changed})
+    state = _entries_come_back(replace_messages(state, changed), {message_id.entry for message_id in changed},
+                               counted=True)
     if not rewind:
         return state
     landing = (at + lo, at + hi)
@@ -398,11 +402,13 @@ def _redeliver(state: State, consumer: str, at: int, *, window: tuple[int, int])
     return state.with_(cursor=cur.rewind(state.cursor), rewind_window=landing)
 
 
-def _entries_come_back(state: State, entries: set[int]) -> State:
+def _entries_come_back(state: State, entries: set[int], *, counted: bool = False) -> State:
     """A redelivered batch entry comes back whole without batch-index acks (the broker deletes the
-    entry only when every index is acked): its acked messages may be delivered again. With
-    batch-index acks the broker filters the indexes it has; unconfirmed ones may still come back."""
-    changed = {m.id: m.with_(spare=m.spare + 1) for m in state.messages
+    entry only when every index is acked): its acked messages may be delivered again, counted with
+    the entry when the redelivery is. With batch-index acks the broker filters the indexes it has;
+    unconfirmed ones may still come back."""
+    bump = 1 if counted and state.spec.subscription_type.tracks_redelivery_count else 0
+    changed = {m.id: m.with_(spare=m.spare + 1, count_hi=m.count_hi + bump) for m in state.messages
                if m.id.entry in entries and m.id.index >= 0 and m.status is Status.ACKED
                and not state.cursor.is_acknowledged(m.id.entry)
                and not (state.spec.batch_index_ack and m.ack_confirmed)}
@@ -417,8 +423,7 @@ def _step_close(state: State, op: o.Close) -> Result:
     tracked = state.spec.subscription_type.tracks_redelivery_count
     # Observed on 4.0.7: the closed consumer's held messages go to the others with their redelivery
     # count unchanged (the research notes expected +1, after apache/pulsar#5895).
-    changed = {m.id: m.with_(status=Status.AVAILABLE, holder=None, back_from=None, back_by=None, fresh=False)
-               for m in state.messages if m.status is Status.HELD and m.holder == op.consumer}
+    changed = {m.id: _handed_back(state, m) for m in state.messages if m.status is Status.HELD and m.holder == op.consumer}
     if remaining:
         # Messages in the closed consumer's receiver queue go to the others, out of publish order.
         changed.update({m.id: m.with_(fresh=False) for m in state.messages
@@ -431,6 +436,18 @@ def _step_close(state: State, op: o.Close) -> Result:
     consumers = tuple(c.with_(connected=False) if c.name == op.consumer and c.connected else c for c in state.consumers)
     owners = tuple(b for b in state.key_owners if b[1] != op.consumer)
     return state.with_(consumers=consumers, key_owners=owners, cursor=cur.rewind(state.cursor) if not remaining else state.cursor)
+
+
+def _handed_back(state: State, message: Message) -> Message:
+    """A closed consumer's held message goes back to the broker. Its pending nack or ack timeout
+    is dropped with the client's trackers (found on the broker: nack, close before the delay, the
+    message comes back uncounted), so the count that request added may not happen."""
+    lo, hi = message.count_lo, message.count_hi
+    if message.back_from is not None and state.spec.subscription_type.tracks_redelivery_count:
+        lo = max(lo - 1, 0)
+        hi = hi - 1 if state.now < message.back_from else hi
+    return message.with_(status=Status.AVAILABLE, holder=None, back_from=None, back_by=None, fresh=False,
+                         count_lo=lo, count_hi=max(hi, lo))
 
 
 def _step_seek(state: State, op: o.Seek) -> Result:

@@ -160,4 +160,4 @@ def test_a_nack_comes_back_between_the_delay_and_a_third_of_it_later(pulsar_targ
     nacked_at = run.do(o.NegativeAcknowledge(consumer="a", message=m(0))).at
     back = run.do(o.Receive(consumer="a", timeout_ms=2000))
     assert isinstance(back.value, o.Delivery)
-    assert 300 <= back.at - nacked_at <= 400 + 100  # the window, plus dispatch on a loaded machine
+    assert 300 <= back.at - nacked_at <= 400 + 400  # the window, plus dispatch on a loaded machine

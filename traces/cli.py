@@ -8,7 +8,8 @@
 
 Every job takes --master (default local[*], or what spark-submit set), --driver-memory, --conf
 KEY=VALUE and --overwrite (an existing output is refused without it). Exit status: 0 done, 1 the
-diff found divergences and --fail-on-divergence was given, 2 bad input or usage.
+diff found divergences and --fail-on-divergence was given, 2 bad input or usage, 3 the Spark job
+failed (its output is not published; a recording can be resumed).
 """
 
 from __future__ import annotations
@@ -128,4 +129,13 @@ def main(argv: list[str] | None = None) -> int:
     except (CorpusError, MatrixError, TargetError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    except Exception as error:  # noqa: BLE001 - a failed Spark job: one message, nothing was published
+        from pyspark.errors import PySparkException
+        from py4j.protocol import Py4JJavaError
+
+        if not isinstance(error, (PySparkException, Py4JJavaError)):
+            raise
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        print(f"error: the Spark job failed ({first}); its output was not published", file=sys.stderr)
+        return 3
     return 0

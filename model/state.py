@@ -89,6 +89,7 @@ class State:
     # Exclusive/Failover: a rewind requested to land inside this window (nack, ack timeout,
     # redeliver): whatever is unacknowledged when it lands comes again.
     rewind_window: tuple[int, int] | None = None
+    reopened_serial: int = 0  # the serial of the last unload, restart or crash
     # Key_Shared: (key, owner, movers): the key stays with its owner while it is connected; it may
     # move only to a mover (a consumer that joined after the key was bound, or its previous owner,
     # which may still have messages of the key in its receiver queue).

@@ -98,6 +98,10 @@ def _step_send(state: State, op: o.Send, completion: o.Completion) -> Result:
 
 def _step_subscribe(state: State, op: o.Subscribe, completion: o.Completion) -> Result:
     busy = state.spec.subscription_type is SubscriptionType.EXCLUSIVE and bool(state.connected())
+    if busy and completion.outcome is o.Outcome.OK and state.reopened_serial > max(c.serial for c in state.connected()):
+        # Found on the broker: after an unload the holder is reconnecting, and a newcomer may take
+        # the Exclusive subscription first; the old consumer then stays disconnected.
+        return _take_over(state, op.consumer)
     if busy:
         if completion.outcome is o.Outcome.OK:
             return Violation(guarantee=Guarantee.EXCLUSIVE, detail=f"{op.consumer} subscribed while "
@@ -109,6 +113,22 @@ def _step_subscribe(state: State, op: o.Subscribe, completion: o.Completion) -> 
     state = _pause_if_failover_switch(state, becomes_active=not state.connected())
     return state.with_(consumers=state.consumers + (Consumer(name=op.consumer, serial=state.serial + 1),),
                        key_owners=movers, serial=state.serial + 1)
+
+
+def _take_over(state: State, newcomer: str) -> State:
+    """The newcomer holds the subscription; the old consumers' messages go back to the broker, and
+    their unconfirmed acks may or may not have reached it."""
+    old = {c.name for c in state.connected()}
+    changed = {}
+    for m in state.messages:
+        if m.status is Status.HELD and m.holder in old:
+            changed[m.id] = _handed_back(state, m)
+        elif m.status is Status.ACKED and not m.ack_confirmed:
+            changed[m.id] = m.with_(spare=m.spare + 1)
+    state = replace_messages(state, changed)
+    consumers = tuple(c.with_(connected=False, pending_acks=()) if c.connected else c for c in state.consumers)
+    return state.with_(consumers=consumers + (Consumer(name=newcomer, serial=state.serial + 1),),
+                       serial=state.serial + 1, cursor=cur.rewind(state.cursor))
 
 
 def _pause_if_failover_switch(state: State, *, becomes_active: bool) -> State:
@@ -145,7 +165,9 @@ def _step_receive(state: State, op: o.Receive, completion: o.Completion) -> Resu
         spare = message.spare if window_open or message.status is Status.AVAILABLE else max(message.spare - 1, 0)
         delivered = message.with_(status=Status.HELD, holder=op.consumer, delivered=True, spare=spare,
                                   back_from=None, back_by=None)
-    delivered = delivered.with_(count_lo=delivery.redelivery_count, count_hi=delivery.redelivery_count)
+    # A spare copy still to come was dispatched again by a later request: it may carry a higher count.
+    extra = delivered.spare if state.spec.subscription_type.tracks_redelivery_count else 0
+    delivered = delivered.with_(count_lo=delivery.redelivery_count, count_hi=delivery.redelivery_count + extra)
     if state.rewind_window is not None and delivered.status is Status.HELD and message.status is Status.AVAILABLE:
         # First received while a rewind is on its way: the rewind may deliver it once more.
         delivered = delivered.with_(spare=delivered.spare + 1)
@@ -488,7 +510,7 @@ def _step_reopen(state: State, *, persisted: bool) -> Result:
             changed[message.id] = message.with_(spare=message.spare + 1, fresh=False,
                                                 back_from=None, back_by=None, count_lo=0, count_hi=0)
     state = replace_messages(state, changed)
-    return state.with_(cursor=cur.rewind(state.cursor))
+    return state.with_(cursor=cur.rewind(state.cursor), reopened_serial=state.serial + 1, serial=state.serial + 1)
 
 
 def _step_read_cursor(state: State, completion: o.Completion) -> Result:

@@ -43,8 +43,8 @@ SIGNATURE_COLUMNS = ("signature", *SIGNATURE, "programs", "representative_progra
 ERROR_CLASS = "substring_index(error, ':', 1)"
 
 
-def _sql(frame: DataFrame, query: str, **frames: DataFrame) -> DataFrame:
-    return frame.sparkSession.sql(query, **frames)
+def _sql(anchor: DataFrame, query: str, **frames: DataFrame) -> DataFrame:
+    return anchor.sparkSession.sql(query, **frames)
 
 
 def _list(columns, prefix: str = "") -> str:
@@ -86,38 +86,30 @@ def pair_programs(expected: DataFrame, observed: DataFrame) -> DataFrame:
                 expected=expected, observed=observed)
 
 
-def programs_of(events: DataFrame, programs: DataFrame, *, broadcast: bool) -> DataFrame:
-    """The events of the given programs only (a semi join on the program key)."""
+def programs_of(frame: DataFrame, programs: DataFrame, *, broadcast: bool) -> DataFrame:
+    """The rows (events, aligned steps) of the given programs only: a semi join on the program
+    key; the columns are the input's."""
     hint = "/*+ BROADCAST(k) */" if broadcast else ""
-    return _sql(events, f"""
-        SELECT {hint} {_list(FIELDS, 'e.')}
-        FROM {{events}} e LEFT SEMI JOIN {{programs}} k ON e.spec_id = k.spec_id AND e.program_id = k.program_id""",
-                events=events, programs=programs)
+    return _sql(frame, f"""
+        SELECT {hint} {_list(frame.columns, 'e.')}
+        FROM {{frame}} e LEFT SEMI JOIN {{programs}} k ON e.spec_id = k.spec_id AND e.program_id = k.program_id""",
+                frame=frame, programs=programs)
 
 
 def _sql_string(text: str) -> str:
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-def _balanced_or(parts: list[str]) -> str:
-    if len(parts) == 1:
-        return parts[0]
-    middle = len(parts) // 2
-    return f"({_balanced_or(parts[:middle])} OR {_balanced_or(parts[middle:])})"
-
-
-def key_filter_sql(keys: list[tuple[str, str]], *, chunk: int = 10) -> str:
-    """Exactly the given (spec_id, program_id) keys, written for Parquet: the pair test (first, a
-    hash lookup) is exact; `spec_id IN` prunes partitions; the program ids, as a balanced OR of
-    small IN lists, reach Parquet as equalities that use the page index, so only the pages that
-    may hold a listed program are read (events are sorted by program)."""
+def key_filter_sql(keys: list[tuple[str, str]]) -> str:
+    """The given programs' events, and maybe a few more: `spec_id IN` prunes partitions and
+    `program_id IN` is one hash lookup per event. A program of another spec that shares an id
+    with a listed one may pass too: semi join the (small) result on the exact keys. (A pair test
+    `(spec_id, program_id) IN` here would be exact but builds a struct per event: twice slower.)"""
     if not keys:
         return "false"
-    pairs = ", ".join(f"({_sql_string(k)}, {_sql_string(p)})" for k, p in sorted(set(keys)))
     specs = ", ".join(_sql_string(v) for v in sorted({k for k, _ in keys}))
-    ids = sorted({p for _, p in keys})
-    lists = [f"program_id IN ({', '.join(_sql_string(v) for v in ids[i:i + chunk])})" for i in range(0, len(ids), chunk)]
-    return f"(spec_id, program_id) IN ({pairs}) AND spec_id IN ({specs}) AND {_balanced_or(lists)}"
+    programs = ", ".join(_sql_string(v) for v in sorted({p for _, p in keys}))
+    return f"spec_id IN ({specs}) AND program_id IN ({programs})"
 
 
 def narrowed(events: DataFrame, condition_sql: str) -> DataFrame:

@@ -167,3 +167,14 @@ def test_observation_classes(spark):
     got = [r[0] for r in frame.selectExpr(t.observation_class_sql("x")).collect()]
     assert got == ["ok:nothing", "ok:delivery", "ok:redelivery", "ok:cursor", "ok:sent", "fail:AckError", "info:?",
                    "ok", "missing"]
+
+
+def test_a_same_named_program_of_another_spec_is_not_a_divergence(spark, tmp_path):
+    changed = _program(SHARED, 31, "twin")
+    k = first_step(changed, "send")
+    alone = _program(EXCLUSIVE, 32, "twin")  # the same program id, in another spec, on one side only
+    expected = write_corpus(spark, tmp_path / "e", changed + alone)
+    observed = write_corpus(spark, tmp_path / "o", change(changed, k, outcome="info", error="Timeout"))
+    summary = diff.run(spark, expected, observed, tmp_path / "out")
+    assert summary["programs"] == {"same": 0, "differs": 1, "only_expected": 1, "only_observed": 0}
+    assert [s["spec_id"] for s in summary["signatures"]] == [changed[0].spec_id]

@@ -61,9 +61,11 @@ def _aligned_divergent(a: c.Corpus, b: c.Corpus, paired: DataFrame, differs: int
     differing = paired.where("status = 'differs'")
     if differs <= KEY_LIST_PROGRAMS:
         condition = t.key_filter_sql([tuple(r) for r in differing.select(*t.KEY).collect()])
-        sides = [t.narrowed(side.events, condition) for side in (a, b)]
-    else:
-        sides = [t.programs_of(side.events, differing, broadcast=differs <= BROADCAST_PROGRAMS) for side in (a, b)]
+        # Named in the scans' filter: partitions are pruned and one hash lookup per event drops
+        # the rest; the semi join on the aligned (small) result makes it exact.
+        aligned = t.align(*(t.narrowed(side.events, condition) for side in (a, b)))
+        return t.programs_of(aligned, differing, broadcast=True)
+    sides = [t.programs_of(side.events, differing, broadcast=differs <= BROADCAST_PROGRAMS) for side in (a, b)]
     return t.align(*sides)
 
 

@@ -56,6 +56,9 @@ class Message:
     count_lo: int = 0
     count_hi: int = 0
     serial: int = 0  # order of publication among sends and subscribes
+    # The consumer whose seek targeted this message (or a later index of its batch): that
+    # consumer's client skips it, so it is not owed while that consumer is connected.
+    skipped_by: str | None = None
 
     def with_(self, **changes: object) -> Message:
         return replace(self, **changes)
@@ -89,6 +92,10 @@ class State:
     # Exclusive/Failover: a rewind requested to land inside this window (nack, ack timeout,
     # redeliver): whatever is unacknowledged when it lands comes again.
     rewind_window: tuple[int, int] | None = None
+    # How many rewinds that window holds: each one the broker serves re-dispatches everything
+    # unacknowledged, so each may deliver a message once more (observed on 4.0.7: two nacks on
+    # Exclusive before the first landed, every message of the backlog came three times).
+    rewinds: int = 0
     reopened_serial: int = 0  # the serial of the last unload, restart or crash
     # Key_Shared: (key, owner, movers): the key stays with its owner while it is connected; it may
     # move only to a mover (a consumer that joined after the key was bound, or its previous owner,

@@ -77,9 +77,11 @@ def _advance_clock(state: State, at: int) -> State:
            for m in state.messages if m.status is Status.HELD and m.back_by is not None and m.back_by <= now}
     state = replace_messages(state.with_(now=now), due)
     if state.rewind_window is not None and now > state.rewind_window[1]:
-        # The rewind has landed: a message that was in the receiver queue may be there twice.
-        queued = {m.id: m.with_(spare=m.spare + 1, fresh=False) for m in state.messages if m.status is Status.AVAILABLE}
-        state = replace_messages(state.with_(rewind_window=None), queued)
+        # The rewinds have landed: a message that was in the receiver queue may be there once
+        # more per rewind.
+        queued = {m.id: m.with_(spare=m.spare + state.rewinds, fresh=False) for m in state.messages
+                  if m.status is Status.AVAILABLE}
+        state = replace_messages(state.with_(rewind_window=None, rewinds=0), queued)
     return state
 
 
@@ -164,13 +166,13 @@ def _step_receive(state: State, op: o.Receive, completion: o.Completion) -> Resu
         # A delivery uses up the open redelivery window first, else one spare delivery.
         spare = message.spare if window_open or message.status is Status.AVAILABLE else max(message.spare - 1, 0)
         delivered = message.with_(status=Status.HELD, holder=op.consumer, delivered=True, spare=spare,
-                                  back_from=None, back_by=None)
+                                  back_from=None, back_by=None, skipped_by=None)
     # A spare copy still to come was dispatched again by a later request: it may carry a higher count.
     extra = delivered.spare if state.spec.subscription_type.tracks_redelivery_count else 0
     delivered = delivered.with_(count_lo=delivery.redelivery_count, count_hi=delivery.redelivery_count + extra)
     if state.rewind_window is not None and delivered.status is Status.HELD and message.status is Status.AVAILABLE:
-        # First received while a rewind is on its way: the rewind may deliver it once more.
-        delivered = delivered.with_(spare=delivered.spare + 1)
+        # First received while rewinds are on their way: each may deliver it once more.
+        delivered = delivered.with_(spare=delivered.spare + state.rewinds)
     window = state.spec.ack_timeout_window_ms
     if window is not None and delivered.status is Status.HELD:
         # Ack timeout: tracking starts when the application receives the message (PR #3079); the
@@ -421,7 +423,7 @@ def _redeliver(state: State, consumer: str, at: int, *, window: tuple[int, int])
     landing = (at + lo, at + hi)
     if state.rewind_window is not None:
         landing = (min(landing[0], state.rewind_window[0]), max(landing[1], state.rewind_window[1]))
-    return state.with_(cursor=cur.rewind(state.cursor), rewind_window=landing)
+    return state.with_(cursor=cur.rewind(state.cursor), rewind_window=landing, rewinds=state.rewinds + 1)
 
 
 def _entries_come_back(state: State, entries: set[int], *, counted: bool = False) -> State:
@@ -451,6 +453,9 @@ def _step_close(state: State, op: o.Close) -> Result:
         changed.update({m.id: m.with_(fresh=False) for m in state.messages
                         if m.status is Status.AVAILABLE and m.fresh})
     state = _entries_come_back(replace_messages(state, changed), {message_id.entry for message_id in changed})
+    # What its client skipped after a seek is owed to the others now.
+    state = replace_messages(state, {m.id: m.with_(skipped_by=None) for m in state.messages
+                                     if m.skipped_by == op.consumer})
     if tracked and not remaining:
         # The last consumer is gone: the dispatcher drops its redelivery tracker (counts restart at 0).
         state = state.with_(messages=tuple(m.with_(count_lo=0, count_hi=0) for m in state.messages))
@@ -473,15 +478,24 @@ def _handed_back(state: State, message: Message) -> Message:
 
 
 def _step_seek(state: State, op: o.Seek) -> Result:
-    """Seek: flush, then reset the cursor to the message's entry (holes and batch indexes cleared)."""
+    """Seek: flush, then reset the cursor to the message's entry (holes and batch indexes cleared).
+
+    Observed on 4.0.7 with the Python client: the seeking consumer never receives the target again
+    (nor, for a batch, the indexes up to it): its client drops them as "before the start message
+    id" (start_message_id_inclusive is false). The broker still counts them unacknowledged, so
+    they come to the next consumer once the seeking one is gone. A client that does deliver the
+    target is allowed too: the model only stops owing it.
+    """
     state = flush_acks(state, op.consumer)
     target = op.message.entry
     changed = {}
     for message in state.messages:
         if message.id.entry >= target:
+            skipped = message.id.entry == target and message.id.index <= op.message.index
             changed[message.id] = message.with_(status=Status.AVAILABLE, holder=None, back_from=None, back_by=None,
                                                 ack_confirmed=False, spare=message.spare + int(message.delivered),
-                                                count_lo=0, count_hi=message.count_hi + 1)
+                                                count_lo=0, count_hi=message.count_hi + 1,
+                                                skipped_by=op.consumer if skipped else None)
         elif message.status is not Status.ACKED or not message.ack_confirmed:
             changed[message.id] = message.with_(status=Status.ACKED, holder=None, ack_confirmed=True,
                                                 spare=0, back_from=None, back_by=None)

@@ -57,10 +57,11 @@ def _seek(state: State) -> tuple[o.Op, ...]:
     if len(connected) != 1 or any(c.pending_acks for c in state.consumers if not c.connected):
         return ()
     consumer = connected[0].name
-    # Only non-batched targets: seeking to a batch index makes the client skip the indexes up to it
-    # (start_message_id_inclusive=False), a rule the model does not have yet.
+    # A batch index only without batch-index acks: with them the broker may keep the indexes
+    # before the target deleted, which the model does not know yet.
     return tuple(o.Seek(consumer=consumer, message=m.id) for m in state.messages
-                 if m.id.index < 0 and m.holder == consumer and m.status is Status.HELD)
+                 if (m.id.index < 0 or not state.spec.batch_index_ack) and m.holder == consumer
+                 and m.status is Status.HELD)
 
 
 def _tick(state: State) -> tuple[o.Op, ...]:

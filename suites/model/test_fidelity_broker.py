@@ -161,3 +161,42 @@ def test_a_nack_comes_back_between_the_delay_and_a_third_of_it_later(pulsar_targ
     back = run.do(o.Receive(consumer="a", timeout_ms=2000))
     assert isinstance(back.value, o.Delivery)
     assert 300 <= back.at - nacked_at <= 400 + 400  # the window, plus dispatch on a loaded machine
+
+
+@pytest.mark.parametrize("spec", [EXCLUSIVE, SHARED], ids=["Exclusive", "Shared"])
+@pytest.mark.parametrize("batched", [False, True], ids=["single", "batch"])
+def test_seek_skips_the_target_for_the_seeking_consumer_and_keeps_it_for_the_next(pulsar_target, names, spec, batched):
+    """Observed on 4.0.7 with the Python client: seek(m) resets the cursor to m's entry, but the
+    seeking consumer receives only what follows m (its client drops m as before its start message
+    id, and for a batch the indexes up to m). A consumer that comes after it gets m again."""
+    run = _program(pulsar_target, names, spec)
+    run.do(o.Subscribe(consumer="a"))
+    if batched:
+        run.do(o.Send(keys=(None, None, None), batched=True))
+        target, after, skipped = m(0, 1), [m(0, 2)], [m(0, 0), m(0, 1)]
+    else:
+        _publish(run, 3)
+        target, after, skipped = m(1), [m(2)], [m(1)]
+    run.drain("a", idle_ms=500)
+    run.do(o.Seek(consumer="a", message=target))
+    assert [d.message for d in run.drain("a")] == after
+    run.do(o.Close(consumer="a"))
+    run.do(o.Subscribe(consumer="b"))
+    assert [d.message for d in run.drain("b")] == skipped + after
+
+
+def test_each_exclusive_rewind_on_its_way_delivers_the_backlog_once_more(pulsar_target, names):
+    """Observed on 4.0.7: on Exclusive a nack rewinds the whole subscription after the delay; two
+    nacks before the first rewind landed deliver the unacknowledged backlog twice more (three
+    copies in all, a message sent after the nacks included)."""
+    run = _program(pulsar_target, names, EXCLUSIVE.with_(nack_delay_ms=100))
+    run.do(o.Subscribe(consumer="a"))
+    _publish(run, 1)
+    run.receive("a", timeout_ms=2000)
+    run.do(o.NegativeAcknowledge(consumer="a", message=m(0)))
+    run.do(o.Tick(ms=20))
+    run.do(o.NegativeAcknowledge(consumer="a", message=m(0)))
+    _publish(run, 1)
+    run.do(o.Tick(ms=300))
+    got = [d.message for d in run.drain("a")]
+    assert got.count(m(1)) >= 2, got

@@ -180,3 +180,29 @@ def test_an_exclusive_rewind_redelivers_what_was_received_while_it_was_on_its_wa
                got("c0", m(1), at=54), got("c0", m(0), at=153), got("c0", m(1), at=153)]
     assert run(EXCLUSIVE.with_(nack_delay_ms=100), program).ok
     assert run(EXCLUSIVE.with_(nack_delay_ms=100), program + [got("c0", m(1), at=160)]).violation
+
+
+def test_each_exclusive_rewind_on_its_way_may_deliver_the_backlog_once_more():
+    """Found on the broker: two nacks on Exclusive before the first rewind landed; the backlog,
+    including a message sent after both, came three times (once, then once per rewind)."""
+    program = [(o.Subscribe(consumer="c0"), o.ok()), *send(1), got("c0", m(0), at=5),
+               (o.NegativeAcknowledge(consumer="c0", message=m(0)), o.ok(at=10)),
+               (o.NegativeAcknowledge(consumer="c0", message=m(0)), o.ok(at=20)), (o.Send(), o.ok(at=25)),
+               got("c0", m(1), at=30), (o.Tick(ms=200), o.ok(at=230))]
+    again = [got("c0", m(0), at=231), got("c0", m(1), at=231)]
+    assert run(EXCLUSIVE.with_(nack_delay_ms=100), program + again + again).ok
+    assert run(EXCLUSIVE.with_(nack_delay_ms=100), program + again + again + [got("c0", m(1), at=232)]).violation
+
+
+def test_a_seek_target_is_skipped_by_the_seeking_consumer_and_owed_to_the_next():
+    """Found on the broker (Python client): after seek(m1), the seeking consumer gets m2 only;
+    m1 stays unacknowledged on the broker and a consumer that subscribes after it closes gets it."""
+    program = [(o.Subscribe(consumer="c0"), o.ok()), *send(3), got("c0", m(0)), got("c0", m(1)), got("c0", m(2)),
+               (o.Seek(consumer="c0", message=m(1)), o.ok()), got("c0", m(2), at=10)]
+    drained = check_nothing_lost(run(EXCLUSIVE, program))
+    assert drained.ok
+    closed = run(EXCLUSIVE, program + [(o.Close(consumer="c0"), o.ok(at=20)), (o.Subscribe(consumer="c1"), o.ok(at=30)),
+                                       got("c1", m(2), at=40)])
+    assert check_nothing_lost(closed).violation.guarantee is Guarantee.NO_LOSS  # m1 is owed to c1 now
+    assert "m1" in check_nothing_lost(closed).violation.detail
+    assert check_nothing_lost(run(EXCLUSIVE, program[:-1])).violation.guarantee is Guarantee.NO_LOSS  # m2 is owed

@@ -17,6 +17,7 @@ from dataclasses import replace
 
 from hypothesis import note, settings
 from hypothesis.control import current_build_context
+from hypothesis.errors import Flaky
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, precondition, rule, run_state_machine_as_test
 
@@ -38,7 +39,7 @@ OBSERVATION_DEPENDENT = ("acknowledge", "acknowledge_cumulative", "negative_ackn
 
 
 def conformance_machine(target, spec: Spec, program_ids, *, kinds=ALL_KINDS, drain_idle_ms: int = 300,
-                        deterministic: bool = True):
+                        deterministic: bool = True, on_failure=None):
     """A machine class driving `target` (reset for every example) in lock-step with the model.
 
     Against a non-deterministic target (a real broker) a rule's precondition must not depend on
@@ -50,7 +51,7 @@ def conformance_machine(target, spec: Spec, program_ids, *, kinds=ALL_KINDS, dra
     class ConformanceMachine(RuleBasedStateMachine):
         def __init__(self) -> None:
             super().__init__()
-            self.run = Lockstep(target, spec, program_ids())
+            self.run = Lockstep(target, spec, program_ids(), on_failure=on_failure)
             self._cached_for, self._cache = None, {}
 
         @property
@@ -116,9 +117,17 @@ def run_conformance(target, spec: Spec, program_ids, *, kinds=ALL_KINDS, setting
     """Run the machine as a test: raises `ConformanceFailure` (shrunk) when the target breaks a guarantee."""
     # Only a target that says so is replayed as deterministic (the model and its faulty variants).
     deterministic = bool(getattr(getattr(target, "target", target), "deterministic", False))
+    failures: list[ConformanceFailure] = []
     machine = conformance_machine(target, spec, program_ids, kinds=kinds, drain_idle_ms=drain_idle_ms,
-                                  deterministic=deterministic)
-    run_state_machine_as_test(machine, settings=settings_ or settings())
+                                  deterministic=deterministic, on_failure=failures.append)
+    try:
+        run_state_machine_as_test(machine, settings=settings_ or settings())
+    except Flaky as flaky:
+        # A real broker need not fail the same way twice: when Hypothesis replays the failing
+        # program and the broker behaves otherwise, the failure it first saw is the finding.
+        if failures:
+            raise failures[0] from flaky
+        raise
 
 
 def verify(check, spec: Spec, target, program_ids, target_name: str, config) -> None:

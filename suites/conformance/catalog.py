@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from model.spec import Spec, SubscriptionType
+from model.spec import InitialPosition, Spec, SubscriptionType
 
 SHARED = Spec(subscription_type=SubscriptionType.SHARED, nack_delay_ms=100)
 EXCLUSIVE = SHARED.with_(subscription_type=SubscriptionType.EXCLUSIVE)
@@ -29,7 +29,8 @@ class Check:
 
 
 CHECKS = (
-    Check(area="individual_ack", kinds=BASE + ("acknowledge", "read_cursor", "close"), specs=ALL_TYPES),
+    Check(area="individual_ack", kinds=BASE + ("acknowledge", "read_cursor", "close"),
+          specs={**ALL_TYPES, "Shared-latest": SHARED.with_(initial_position=InitialPosition.LATEST)}),
     Check(area="cumulative_ack", kinds=BASE + ("acknowledge_cumulative", "close", "read_cursor"),
           specs=ALL_TYPES),
     Check(area="exclusive_and_failover", kinds=BASE + ("close", "acknowledge"),

@@ -10,7 +10,7 @@ import pytest
 
 from fixtures.targets.lockstep import Lockstep
 from model import ops as o
-from model.spec import Spec, SubscriptionType
+from model.spec import InitialPosition, Spec, SubscriptionType
 
 pytestmark = pytest.mark.broker
 
@@ -200,3 +200,17 @@ def test_each_exclusive_rewind_on_its_way_delivers_the_backlog_once_more(pulsar_
     run.do(o.Tick(ms=300))
     got = [d.message for d in run.drain("a")]
     assert got.count(m(1)) >= 2, got
+
+
+def test_a_subscription_at_latest_starts_after_the_last_published_entry(pulsar_target, names):
+    """Observed on 4.0.7: the subscription is created by its first consumer; at Latest its
+    markDeletePosition is the last entry published before, and a later consumer changes nothing."""
+    run = _program(pulsar_target, names, SHARED.with_(initial_position=InitialPosition.LATEST))
+    _publish(run, 2)
+    run.do(o.Subscribe(consumer="a"))
+    _publish(run, 1)
+    assert [d.message for d in run.drain("a")] == [m(2)]
+    assert run.do(o.ReadCursor()).value.mark_delete == 1
+    run.do(o.Close(consumer="a"))
+    run.do(o.Subscribe(consumer="b"))
+    assert [d.message for d in run.drain("b")] == [m(2)]

@@ -12,7 +12,7 @@ from model import ops as o
 from model.describe import describe_completion, describe_op, describe_state
 from model.guarantees import Guarantee
 from model.nondet import apply, check_nothing_lost, start
-from model.spec import Spec, SubscriptionType
+from model.spec import InitialPosition, Spec, SubscriptionType
 
 SHARED = Spec(subscription_type=SubscriptionType.SHARED, nack_delay_ms=300)
 EXCLUSIVE = Spec(subscription_type=SubscriptionType.EXCLUSIVE)
@@ -206,3 +206,55 @@ def test_a_seek_target_is_skipped_by_the_seeking_consumer_and_owed_to_the_next()
     assert check_nothing_lost(closed).violation.guarantee is Guarantee.NO_LOSS  # m1 is owed to c1 now
     assert "m1" in check_nothing_lost(closed).violation.detail
     assert check_nothing_lost(run(EXCLUSIVE, program[:-1])).violation.guarantee is Guarantee.NO_LOSS  # m2 is owed
+
+
+def test_a_subscription_created_at_latest_never_sees_what_was_published_before_it():
+    latest = SHARED.with_(initial_position=InitialPosition.LATEST)
+    program = [*send(2), (o.Subscribe(consumer="c0"), o.ok()), *send(1), got("c0", m(2))]
+    assert check_nothing_lost(run(latest, program)).ok
+    assert run(latest, program + [got("c0", m(0))]).violation.guarantee is Guarantee.NO_REDELIVERY_AFTER_ACK
+    assert run(latest, program + [(o.ReadCursor(), o.ok(cur.Cursor(mark_delete=1, read_position=2)))]).ok
+    # Only the subscription's creation counts: a later consumer does not move the cursor.
+    later = program + [(o.Subscribe(consumer="c1"), o.ok()), *send(1)]
+    assert check_nothing_lost(run(latest, later)).violation.guarantee is Guarantee.NO_LOSS
+    # At Earliest the same subscription owes m0 and m1.
+    assert check_nothing_lost(run(SHARED, program)).violation.guarantee is Guarantee.NO_LOSS
+
+
+def test_a_cursor_read_does_not_undo_a_batch_index_ack_it_cannot_show():
+    """Found on the broker: internalStats shows no batch indexes, so a batch-index ack that
+    reached the broker (the close flushed it) is still in force after a cursor read without it."""
+    spec = EXCLUSIVE.with_(client_batch_index_ack=True)
+    program = [(o.Send(keys=(None, None), batched=True), o.ok()), (o.Subscribe(consumer="c0"), o.ok()),
+               got("c0", m(0, 0)), got("c0", m(0, 1)), (o.Acknowledge(consumer="c0", message=m(0, 1)), o.ok()),
+               (o.Close(consumer="c0"), o.ok()), (o.ReadCursor(), o.ok(cur.Cursor())),
+               (o.Subscribe(consumer="c0"), o.ok()), got("c0", m(0, 0))]
+    assert check_nothing_lost(run(spec, program)).ok
+    assert run(spec, program + [got("c0", m(0, 1))]).violation.guarantee is Guarantee.NO_REDELIVERY_AFTER_ACK
+
+
+def test_a_nacked_batch_index_brings_the_whole_entry_back_while_its_queued_indexes_stay_queued():
+    """Found on the broker (Shared, no batch-index acks): c0 received m0.0 of a batch and nacked it;
+    c0's receiver queue still gave m0.1 (count 0), and the redelivered entry gave m0.0 and m0.1
+    to c1 (count 1)."""
+    program = [(o.Subscribe(consumer="c0"), o.ok()), (o.Subscribe(consumer="c1"), o.ok()),
+               (o.Send(keys=(None, None), batched=True), o.ok()), got("c0", m(0, 0), at=1),
+               (o.NegativeAcknowledge(consumer="c0", message=m(0, 0)), o.ok(at=1)), got("c0", m(0, 1), at=2),
+               got("c1", m(0, 0), 1, at=400), got("c1", m(0, 1), 1, at=400)]
+    assert run(SHARED, program).ok
+    assert run(SHARED, program + [got("c0", m(0, 1), 1, at=401)]).violation.guarantee is \
+        Guarantee.NO_DUPLICATE_WITHOUT_CAUSE
+
+
+def test_an_older_queued_copy_may_come_after_a_newer_one_with_a_lower_count():
+    """Found on the broker (Shared): m0.0 redelivered more than once reached c1 with count 2 while
+    an older copy still sat in c0's receiver queue; c0 then got it with count 1."""
+    spec = SHARED.with_(nack_delay_ms=100)
+    program = [(o.Send(keys=(None, None, None), batched=True), o.ok(at=14)), (o.Subscribe(consumer="c0"), o.ok(at=698)),
+               (o.RedeliverUnacknowledgedMessages(consumer="c0"), o.ok(at=704)),
+               (o.Subscribe(consumer="c1"), o.ok(at=706)), got("c0", m(0, 0), at=707),
+               (o.NegativeAcknowledge(consumer="c0", message=m(0, 0)), o.ok(at=709)),
+               (o.NegativeAcknowledge(consumer="c0", message=m(0, 0)), o.ok(at=709)),
+               (o.RedeliverUnacknowledgedMessages(consumer="c0"), o.ok(at=1010)), got("c1", m(0, 0), 2, at=1015)]
+    assert run(spec, program + [got("c0", m(0, 0), 1, at=1017)]).ok
+    assert run(spec, program + [got("c0", m(0, 0), 0, at=1017)]).violation.guarantee is Guarantee.REDELIVERY_COUNT

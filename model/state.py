@@ -122,7 +122,9 @@ class State:
         return tuple(c for c in self.consumers if c.connected)
 
     def active_consumer(self) -> str | None:
-        """Exclusive/Failover: the consumer the broker dispatches to (the earliest connected one)."""
+        """Exclusive: the consumer holding the subscription. Failover: the one the model target
+        dispatches to (the earliest connected); the broker's own pick hashes the consumers' names,
+        so the checks in model/step.py do not rely on it."""
         connected = self.connected()
         return connected[0].name if connected else None
 

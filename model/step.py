@@ -114,7 +114,7 @@ def _step_subscribe(state: State, op: o.Subscribe, completion: o.Completion) -> 
     if not state.consumers and state.spec.initial_position is InitialPosition.LATEST:
         state = _created_at_latest(state)
     movers = tuple((k, owner, tuple(sorted(set(extra) | {op.consumer}))) for k, owner, extra in state.key_owners)
-    state = _pause_if_failover_switch(state, becomes_active=not state.connected())
+    state = _failover_may_switch(state) if state.connected() else _pause_if_failover_switch(state, becomes_active=True)
     return state.with_(consumers=state.consumers + (Consumer(name=op.consumer, serial=state.serial + 1),),
                        key_owners=movers, serial=state.serial + 1)
 
@@ -141,6 +141,21 @@ def _take_over(state: State, newcomer: str) -> State:
     consumers = tuple(c.with_(connected=False, pending_acks=()) if c.connected else c for c in state.consumers)
     return state.with_(consumers=consumers + (Consumer(name=newcomer, serial=state.serial + 1),),
                        serial=state.serial + 1, cursor=cur.rewind(state.cursor))
+
+
+def _failover_may_switch(state: State) -> State:
+    """Failover: a consumer joined or left while others stay, so the broker picks the active
+    consumer again. On a non-partitioned topic it hashes the connected consumers' names (observed
+    on 4.0.7: with c0, c1, c2 subscribed in that order, c2 was active, and c0's unacknowledged
+    messages went to c2 when c1 closed), so the model does not know who it is. If it changed, the
+    broker pauses dispatch and rewinds: everything unacknowledged may come (again) to the new
+    active consumer, while the old one still has its receiver queue."""
+    if state.spec.subscription_type is not SubscriptionType.FAILOVER:
+        return state
+    changed = {m.id: m.with_(spare=m.spare + 1, fresh=False) for m in state.messages
+               if m.status is not Status.ACKED or not m.ack_confirmed}
+    return replace_messages(state, changed).with_(cursor=cur.rewind(state.cursor),
+                                                  paused_until=state.now + state.spec.failover_delay_ms)
 
 
 def _pause_if_failover_switch(state: State, *, becomes_active: bool) -> State:
@@ -478,7 +493,8 @@ def _step_close(state: State, op: o.Close) -> Result:
     if tracked and not remaining:
         # The last consumer is gone: the dispatcher drops its redelivery tracker (counts restart at 0).
         state = state.with_(messages=tuple(m.with_(count_lo=0, count_hi=0) for m in state.messages))
-    state = _pause_if_failover_switch(state, becomes_active=bool(remaining) and state.active_consumer() == op.consumer)
+    if remaining:
+        state = _failover_may_switch(state)
     consumers = tuple(c.with_(connected=False) if c.name == op.consumer and c.connected else c for c in state.consumers)
     owners = tuple(b for b in state.key_owners if b[1] != op.consumer)
     return state.with_(consumers=consumers, key_owners=owners, cursor=cur.rewind(state.cursor) if not remaining else state.cursor)

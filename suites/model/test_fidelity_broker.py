@@ -214,3 +214,20 @@ def test_a_subscription_at_latest_starts_after_the_last_published_entry(pulsar_t
     run.do(o.Close(consumer="a"))
     run.do(o.Subscribe(consumer="b"))
     assert [d.message for d in run.drain("b")] == [m(2)]
+
+
+def test_the_failover_active_consumer_is_not_the_first_to_subscribe_but_a_hash_of_the_names(pulsar_target, names):
+    """Observed on 4.0.7 (non-partitioned topic): the active consumer is picked from the connected
+    consumers' names by a hash ring, not by subscription order; a join may move what the active
+    consumer held to the new pick. The model allows any pick after a join or leave."""
+    run = _program(pulsar_target, names, Spec(subscription_type=SubscriptionType.FAILOVER))
+    run.do(o.Subscribe(consumer="c0"))
+    _publish(run, 1)
+    assert run.receive("c0", timeout_ms=2000).message == m(0)
+    run.do(o.Subscribe(consumer="c1"))
+    run.do(o.Subscribe(consumer="c2"))
+    _publish(run, 1)
+    run.do(o.Tick(ms=1200))
+    got = {consumer: [d.message for d in run.drain(consumer, idle_ms=500)] for consumer in ("c0", "c1", "c2")}
+    run.drain()
+    assert sum(m(1) in messages for messages in got.values()) == 1, got

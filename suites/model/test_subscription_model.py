@@ -258,3 +258,17 @@ def test_an_older_queued_copy_may_come_after_a_newer_one_with_a_lower_count():
                (o.RedeliverUnacknowledgedMessages(consumer="c0"), o.ok(at=1010)), got("c1", m(0, 0), 2, at=1015)]
     assert run(spec, program + [got("c0", m(0, 0), 1, at=1017)]).ok
     assert run(spec, program + [got("c0", m(0, 0), 0, at=1017)]).violation.guarantee is Guarantee.REDELIVERY_COUNT
+
+
+def test_a_failover_consumer_joining_or_leaving_may_move_the_unacked_to_another_active_consumer():
+    """Found on the broker: the broker picks the Failover active consumer by hashing the names of
+    the connected consumers, so a join or a leave may move everything unacknowledged to another
+    consumer after the failover delay (c2 got m0, which c0 held, once c1 closed)."""
+    failover = Spec(subscription_type=SubscriptionType.FAILOVER)
+    program = [(o.Subscribe(consumer="c0"), o.ok()), (o.Subscribe(consumer="c1"), o.ok()), *send(1),
+               got("c0", m(0), at=1001), (o.Subscribe(consumer="c2"), o.ok(at=1002)),
+               (o.Close(consumer="c1"), o.ok(at=1003))]
+    assert run(failover, program + [got("c2", m(0), at=2004)]).ok
+    # Without a join or a leave nothing moves.
+    steady = program[:4] + [got("c1", m(0), at=1002)]
+    assert run(failover, steady).violation.guarantee is Guarantee.NO_DUPLICATE_WITHOUT_CAUSE

@@ -55,6 +55,9 @@ class Message:
     back_by: int | None = None
     count_lo: int = 0
     count_hi: int = 0
+    # The count of the copy the application received last (what the client's dead-letter check
+    # compares; copies still to come may carry another one).
+    held_count: int = 0
     serial: int = 0  # order of publication among sends and subscribes
     # The consumer whose seek targeted this message (or a later index of its batch): that
     # consumer's client skips it, so it is not owed while that consumer is connected.

@@ -197,7 +197,8 @@ def _step_receive(state: State, op: o.Receive, completion: o.Completion) -> Resu
     # then c0's receiver queue gave it with count 1): it may carry a lower one.
     extra = delivered.spare if state.spec.subscription_type.tracks_redelivery_count else 0
     lowest = min(message.count_lo, delivery.redelivery_count) if extra else delivery.redelivery_count
-    delivered = delivered.with_(count_lo=lowest, count_hi=delivery.redelivery_count + extra)
+    delivered = delivered.with_(count_lo=lowest, count_hi=delivery.redelivery_count + extra,
+                                held_count=delivery.redelivery_count)
     if state.rewind_window is not None and delivered.status is Status.HELD and message.status is Status.AVAILABLE:
         # First received while rewinds are on their way: each may deliver it once more.
         delivered = delivered.with_(spare=delivered.spare + state.rewinds)
@@ -317,7 +318,10 @@ def _step_acknowledge(state: State, op: o.Acknowledge, completion: o.Completion)
         raise ValueError(f"ack of {op.message} on {op.consumer}: the program is malformed")
     if completion.outcome is o.Outcome.FAIL:
         return Violation(guarantee=Guarantee.ACK, detail=f"ack of {op.message} on {op.consumer} failed: {completion.error}")
-    acked = message.with_(status=Status.ACKED, holder=None, back_from=None, back_by=None)
+    # Acked while its redelivery is already requested: the request may reach the broker first, or
+    # bring the whole batch entry back (found on the broker: nack m1.2, ack m1.0, m1.0 came again).
+    spare = message.spare + (1 if message.status is Status.HELD and message.back_from is not None else 0)
+    acked = message.with_(status=Status.ACKED, holder=None, back_from=None, back_by=None, spare=spare)
     state = replace_message(state, acked)
     return replace_consumer(state, consumer.with_(pending_acks=consumer.pending_acks + (("individual", op.message),)))
 
@@ -391,8 +395,10 @@ def _step_negative_acknowledge(state: State, op: o.NegativeAcknowledge, completi
         return _redeliver(state, op.consumer, completion.at, window=state.spec.nack_window_ms)
     lo, hi = state.spec.nack_window_ms
     entry_mates = [m for m in state.messages if m.id.entry == message.id.entry]
-    # Without batch-index acks a nack redelivers the whole batch entry (NegativeAcksTracker.add).
-    targets = entry_mates if message.id.index >= 0 and not state.spec.batch_index_ack else [message]
+    # A nack redelivers the whole batch entry (NegativeAcksTracker.add); with batch-index acks the
+    # broker leaves out only the indexes it has as acked (found on the broker: nack m1.2, m1.0
+    # came back counted).
+    targets = entry_mates if message.id.index >= 0 else [message]
     changed = {}
     for target in targets:
         if target.status is Status.HELD and target.holder == op.consumer and target.back_from is not None:
@@ -416,18 +422,29 @@ def _step_negative_acknowledge(state: State, op: o.NegativeAcknowledge, completi
 def _requested(state: State, message: Message, back_from: int, back_by: int) -> Message:
     """A redelivery of a held message was requested; it lands inside [back_from, back_by]."""
     bump = 1 if state.spec.subscription_type.tracks_redelivery_count else 0
-    if _goes_to_dead_letter(state, message):
+    dead_letter = _goes_to_dead_letter(state, message)
+    if dead_letter is True:
         return message.with_(status=Status.ACKED, holder=None, back_from=None, back_by=None, spare=0)
+    if dead_letter is None:
+        # Another copy the client got may carry the count that sends it to the DLQ: it may come
+        # once more or never.
+        return message.with_(status=Status.ACKED, holder=None, back_from=None, back_by=None, spare=message.spare + 1,
+                             count_lo=message.count_lo + bump, count_hi=message.count_hi + bump)
     return message.with_(back_from=back_from, back_by=back_by,
                          count_lo=message.count_lo + bump, count_hi=message.count_hi + bump)
 
 
-def _goes_to_dead_letter(state: State, message: Message) -> bool:
-    """C++ ConsumerImpl: a message last delivered with count >= max is produced to the DLQ and
-    acknowledged instead of being redelivered (Shared and Key_Shared only)."""
+def _goes_to_dead_letter(state: State, message: Message) -> bool | None:
+    """C++ ConsumerImpl: a message the client received with count >= max is produced to the DLQ
+    and acknowledged instead of being redelivered (Shared and Key_Shared only). True when the copy
+    the application holds decides it, None when only a copy still queued may (found on the
+    broker: held with count 1, max 2, redelivered with count 2, not dead-lettered)."""
     limit = state.spec.max_redeliver_count
-    return (limit is not None and state.spec.subscription_type.tracks_redelivery_count
-            and message.count_hi >= limit)
+    if limit is None or not state.spec.subscription_type.tracks_redelivery_count:
+        return False
+    if message.held_count >= limit:
+        return True
+    return None if message.count_hi >= limit else False
 
 
 def _redeliver(state: State, consumer: str, at: int, *, window: tuple[int, int]) -> State:

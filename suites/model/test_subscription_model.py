@@ -272,3 +272,41 @@ def test_a_failover_consumer_joining_or_leaving_may_move_the_unacked_to_another_
     # Without a join or a leave nothing moves.
     steady = program[:4] + [got("c1", m(0), at=1002)]
     assert run(failover, steady).violation.guarantee is Guarantee.NO_DUPLICATE_WITHOUT_CAUSE
+
+
+def test_a_message_acked_after_its_redelivery_was_requested_may_still_come_once():
+    """Found on the broker (Key_Shared, no batch-index acks): nack m0.1 (the whole entry will be
+    redelivered), then ack m0.0: m0.0 came again, counted."""
+    spec = SHARED.with_(nack_delay_ms=100)
+    program = [(o.Subscribe(consumer="c0"), o.ok()), (o.Send(keys=(None, None), batched=True), o.ok()),
+               got("c0", m(0, 0)), got("c0", m(0, 1)), (o.NegativeAcknowledge(consumer="c0", message=m(0, 1)), o.ok()),
+               (o.Acknowledge(consumer="c0", message=m(0, 0)), o.ok(at=5)), got("c0", m(0, 0), 1, at=134)]
+    assert run(spec, program).ok
+    assert run(spec, program + [got("c0", m(0, 0), 1, at=135)]).violation.guarantee is Guarantee.NO_REDELIVERY_AFTER_ACK
+
+
+def test_the_dead_letter_check_uses_the_count_of_the_copy_the_application_holds():
+    """Found on the broker (Key_Shared, max_redeliver_count=2): c1 held m1 with count 1 while a
+    copy with a higher count might still have been queued; redeliver brought m1 back with count
+    2 instead of sending it to the dead-letter topic. A held count of 2 does send it there."""
+    spec = SHARED.with_(max_redeliver_count=2)
+    program = [(o.Subscribe(consumer="c0"), o.ok()), *send(1), (o.RedeliverUnacknowledgedMessages(consumer="c0"), o.ok()),
+               got("c0", m(0), 0), got("c0", m(0), 1), (o.RedeliverUnacknowledgedMessages(consumer="c0"), o.ok())]
+    assert run(spec, program + [got("c0", m(0), 2)]).ok
+    held_at_max = program + [got("c0", m(0), 2), (o.RedeliverUnacknowledgedMessages(consumer="c0"), o.ok())]
+    assert check_nothing_lost(run(spec, held_at_max)).ok  # it went to the DLQ: nothing owed
+    assert run(spec, held_at_max + [got("c0", m(0), 3)]).violation.guarantee is Guarantee.DEAD_LETTER
+
+
+def test_with_batch_index_acks_a_nacked_index_still_brings_back_its_unacked_siblings():
+    """Found on the broker (Shared, batch-index acks on both sides): c1 nacked m1.2 only; the
+    redelivered entry gave m1.0 to c2 with count 1 (only acked indexes are left out)."""
+    spec = SHARED.with_(nack_delay_ms=100, client_batch_index_ack=True)
+    program = [(o.Subscribe(consumer="c1"), o.ok()), (o.Send(keys=(None, None, None), batched=True), o.ok()),
+               got("c1", m(0, 0)), got("c1", m(0, 1)), got("c1", m(0, 2)),
+               (o.Acknowledge(consumer="c1", message=m(0, 1)), o.ok()), (o.Close(consumer="c1"), o.ok(at=1)),
+               (o.Subscribe(consumer="c1"), o.ok(at=2)), got("c1", m(0, 0), at=3), got("c1", m(0, 2), at=3),
+               (o.NegativeAcknowledge(consumer="c1", message=m(0, 2)), o.ok(at=4)), (o.Subscribe(consumer="c2"), o.ok(at=5))]
+    back = run(spec, program + [got("c2", m(0, 0), 1, at=140)])
+    assert back.ok
+    assert check_nothing_lost(run(spec, program + [(o.Tick(ms=200), o.ok(at=205))])).violation  # both are owed

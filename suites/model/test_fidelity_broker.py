@@ -231,3 +231,18 @@ def test_the_failover_active_consumer_is_not_the_first_to_subscribe_but_a_hash_o
     got = {consumer: [d.message for d in run.drain(consumer, idle_ms=500)] for consumer in ("c0", "c1", "c2")}
     run.drain()
     assert sum(m(1) in messages for messages in got.values()) == 1, got
+
+
+def test_a_zero_queue_consumer_is_sent_a_message_only_when_it_asks(pulsar_target, names):
+    """receiver_queue_size=0 (ZeroQueueConsumerImpl): no prefetch; each receive sends one permit.
+    With two Shared consumers, the first one's receive takes m0 only, so m1 is there for the
+    second one, and nothing sits in a queue when the first one closes."""
+    run = _program(pulsar_target, names, SHARED.with_(receiver_queue_size=0))
+    run.do(o.Subscribe(consumer="a"))
+    run.do(o.Subscribe(consumer="b"))
+    _publish(run, 2)
+    assert run.receive("a", timeout_ms=2000).message == m(0)
+    assert run.receive("b", timeout_ms=2000).message == m(1)
+    run.do(o.Acknowledge(consumer="a", message=m(0)))
+    run.do(o.Close(consumer="a"))
+    assert run.drain("b") == []

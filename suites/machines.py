@@ -13,9 +13,7 @@ runnable reproduction. A `drain` rule and the teardown check that nothing owed w
 
 from __future__ import annotations
 
-from dataclasses import replace
-
-from hypothesis import note, settings
+from hypothesis import Phase, note, settings
 from hypothesis.control import current_build_context
 from hypothesis.errors import Flaky
 from hypothesis import strategies as st
@@ -24,14 +22,11 @@ from hypothesis.stateful import RuleBasedStateMachine, precondition, rule, run_s
 from fixtures.targets.lockstep import ConformanceFailure, Lockstep
 from model import ops as o
 from model.describe import describe_completion, describe_op
-from model.simulate import pick_delivery
 from model.spec import Spec
-from model.state import Status
 from model.vocabulary import CANDIDATES, candidates
+from suites.programs import DRAIN, perform, settle, tighten
 
 ALL_KINDS = tuple(k for k in CANDIDATES if k not in ("restart", "crash"))
-SLOW_RECEIVE_MS = 300  # a message the model says is there: wait for it
-FAST_RECEIVE_MS = 10  # nothing is owed: a short look is enough
 
 
 # Rules whose candidates depend on what the target delivered (which messages a consumer holds).
@@ -68,10 +63,7 @@ def conformance_machine(target, spec: Spec, program_ids, *, kinds=ALL_KINDS, dra
             return self._cache[kind]
 
         def perform(self, op: o.Op) -> None:
-            if isinstance(op, o.Receive):
-                expected = pick_delivery(self.state, op.consumer) is not None
-                op = replace(op, timeout_ms=SLOW_RECEIVE_MS if expected else FAST_RECEIVE_MS)
-            completion = self.run.do(op)
+            op, completion = perform(self.run, op)
             if current_build_context().is_final:  # the story is only told for the shrunk example
                 note(f"{describe_op(op)} -> {describe_completion(completion)}")
 
@@ -79,19 +71,13 @@ def conformance_machine(target, spec: Spec, program_ids, *, kinds=ALL_KINDS, dra
         @rule()
         def drain(self) -> None:
             """Receive on every consumer until idle: every message owed must have come."""
+            self.run.begin(DRAIN)
             deliveries = self.run.drain(idle_ms=drain_idle_ms)
             if current_build_context().is_final:
                 note(f"drain -> {', '.join(str(d.message) for d in deliveries) or 'nothing'}")
 
         def teardown(self) -> None:
-            """Let every open redelivery window close, then drain: nothing owed may be missing."""
-            if self.run.verdict.ok and self.state.connected():
-                waits = [m.back_by - self.state.now for m in self.state.messages
-                         if m.status is Status.HELD and m.back_by is not None]
-                waits += [self.state.paused_until - self.state.now] if self.state.paused_until > self.state.now else []
-                if waits:
-                    self.perform(o.Tick(ms=max(waits) + 20))
-                self.run.drain(idle_ms=drain_idle_ms)
+            settle(self.run, drain_idle_ms)
 
     for kind in kinds:
         _add_rule(ConformanceMachine, kind, guarded=deterministic or kind not in OBSERVATION_DEPENDENT)
@@ -105,6 +91,7 @@ def _add_rule(machine: type, kind: str, *, guarded: bool) -> None:
     def perform_kind(self, choice: int) -> None:
         options = self.candidates(kind)
         if options:
+            self.run.begin(kind)
             self.perform(options[choice % len(options)])
 
     perform_kind.__name__ = kind
@@ -114,14 +101,25 @@ def _add_rule(machine: type, kind: str, *, guarded: bool) -> None:
 
 def run_conformance(target, spec: Spec, program_ids, *, kinds=ALL_KINDS, settings_: settings | None = None,
                     drain_idle_ms: int = 300) -> None:
-    """Run the machine as a test: raises `ConformanceFailure` (shrunk) when the target breaks a guarantee."""
+    """Run the machine as a test: raises `ConformanceFailure` (shrunk) when the target breaks a guarantee.
+
+    On a deterministic target the program Hypothesis shrank is shrunk once more as a program
+    (`suites.programs.tighten`): Hypothesis cannot delete every step that does not matter."""
     # Only a target that says so is replayed as deterministic (the model and its faulty variants).
     deterministic = bool(getattr(getattr(target, "target", target), "deterministic", False))
     failures: list[ConformanceFailure] = []
     machine = conformance_machine(target, spec, program_ids, kinds=kinds, drain_idle_ms=drain_idle_ms,
                                   deterministic=deterministic, on_failure=failures.append)
+    chosen = settings_ or settings()
     try:
-        run_state_machine_as_test(machine, settings=settings_ or settings())
+        run_state_machine_as_test(machine, settings=chosen)
+    except ConformanceFailure as failure:
+        # Hypothesis shrank the choices; on a deterministic target the program itself shrinks further.
+        shorter = tighten(failure, target, spec, program_ids, drain_idle_ms=drain_idle_ms) \
+            if deterministic and Phase.shrink in chosen.phases else failure
+        if shorter is failure:
+            raise
+        raise shorter from None
     except Flaky as flaky:
         # A real broker need not fail the same way twice: when Hypothesis replays the failing
         # program and the broker behaves otherwise, the failure it first saw is the finding.

@@ -1,0 +1,187 @@
+"""Programs as the conformance machine runs them, and a last shrinking pass over them.
+
+A program is a sequence of rule steps (suites/machines.py): one concrete op of a kind, offered by
+the model's vocabulary (`model.vocabulary.candidates`) in the state it is taken in, or a `drain`;
+after the last step the machine's teardown runs (`settle`). A failure's `steps` and `history` give
+its program back.
+
+Hypothesis shrinks the choices that generate a program, not the program: a step it cannot delete
+without changing how later rule choices decode (a rule's choice depends on which rules were enabled)
+stays. Against a deterministic target the program itself can be shrunk: `tighten` deletes steps,
+turns a drain into the receives that delivered something, and tries the other candidates of a step's
+kind, keeping a change only when the program still fails with the same guarantee and performs fewer
+ops (then fewer steps). Every kept program is run for real; its failure is what is reported.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, replace
+
+from fixtures.targets.lockstep import ConformanceFailure, Lockstep
+from model import ops as o
+from model.simulate import pick_delivery
+from model.spec import Spec
+from model.state import Status
+from model.vocabulary import candidates
+
+DRAIN = "drain"
+TEARDOWN = "teardown"
+MAX_RUNS = 400  # programs tried by one `tighten`: it stops with the best so far
+SLOW_RECEIVE_MS = 300  # a message the model says is there: wait for it
+FAST_RECEIVE_MS = 10  # nothing is owed: a short look is enough
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Step:
+    """One rule step of a program: a concrete op of a kind, or a drain (op None)."""
+
+    rule: str
+    op: o.Op | None = None
+
+    def __str__(self) -> str:
+        return self.rule if self.op is None else repr(self.op)
+
+
+class NotAProgram(Exception):
+    """A step's op is not one the machine could take there (the model does not offer it)."""
+
+
+def steps_of(failure: ConformanceFailure) -> tuple[Step, ...]:
+    """The rule steps of a failure's program (its teardown is not a step)."""
+    marks = list(failure.steps) + [(TEARDOWN, len(failure.history))]
+    steps = []
+    for (rule, start), (_, end) in itertools.pairwise(marks):
+        if rule == TEARDOWN:
+            break
+        if rule == DRAIN:
+            steps.append(Step(rule=DRAIN))
+        elif end > start:
+            op = failure.history[start][0]
+            steps.append(Step(rule=rule, op=_untimed(op)))
+    return tuple(steps)
+
+
+def perform(run: Lockstep, op: o.Op) -> tuple[o.Op, o.Completion]:
+    """One op of a rule: a receive waits long only when the model says a message is there."""
+    if isinstance(op, o.Receive):
+        expected = pick_delivery(next(iter(run.verdict.states)), op.consumer) is not None
+        op = replace(op, timeout_ms=SLOW_RECEIVE_MS if expected else FAST_RECEIVE_MS)
+    return op, run.do(op)
+
+
+def settle(run: Lockstep, drain_idle_ms: int) -> None:
+    """The machine's teardown: let every open redelivery window close, then drain: nothing owed
+    may be missing."""
+    state = next(iter(run.verdict.states)) if run.verdict.ok else None
+    if state is None or not state.connected():
+        return
+    run.begin("teardown")
+    waits = [m.back_by - state.now for m in state.messages if m.status is Status.HELD and m.back_by is not None]
+    waits += [state.paused_until - state.now] if state.paused_until > state.now else []
+    if waits:
+        perform(run, o.Tick(ms=max(waits) + 20))
+    run.drain(idle_ms=drain_idle_ms)
+
+
+def take(run: Lockstep, step: Step, drain_idle_ms: int, *, checked: bool = False) -> None:
+    """Take one step as the machine does (`checked`: refuse an op the model does not offer)."""
+    if checked and step.op is not None and step.op not in candidates(next(iter(run.verdict.states)), step.rule):
+        raise NotAProgram(step)
+    if checked and step.op is None and not candidates(next(iter(run.verdict.states)), "receive"):
+        raise NotAProgram(step)
+    run.begin(step.rule)
+    if step.op is None:
+        run.drain(idle_ms=drain_idle_ms)
+    else:
+        perform(run, step.op)
+
+
+def run_program(target, spec: Spec, program_id: str, steps: tuple[Step, ...], *, drain_idle_ms: int = 30) -> None:
+    """Run a program as the machine would, teardown included: raises its `ConformanceFailure`, or
+    `NotAProgram` when a step is not one the machine could take."""
+    run = Lockstep(target, spec, program_id)
+    for step in steps:
+        take(run, step, drain_idle_ms, checked=True)
+    settle(run, drain_idle_ms)
+
+
+def tighten(failure: ConformanceFailure, target, spec: Spec, program_ids, *, drain_idle_ms: int = 30,
+            max_runs: int = MAX_RUNS) -> ConformanceFailure:
+    """A shorter program failing the same way on a deterministic target, or `failure` itself."""
+    guarantee = failure.violation.guarantee
+    best, program, runs = failure, steps_of(failure), 0
+
+    def attempt(steps: tuple[Step, ...]) -> ConformanceFailure | None:
+        nonlocal runs
+        runs += 1
+        try:
+            run_program(target, spec, program_ids(), steps, drain_idle_ms=drain_idle_ms)
+        except ConformanceFailure as caught:
+            if caught.violation.guarantee is guarantee and _size(caught) < _size(best):
+                return caught
+        except NotAProgram:
+            pass
+        return None
+
+    improved = True
+    while improved and runs < max_runs:
+        improved = False
+        for variant in _variants(program, best):
+            if runs >= max_runs:
+                break
+            caught = attempt(variant)
+            if caught is not None:
+                best, program, improved = caught, steps_of(caught), True
+                break
+    return best
+
+
+def _size(failure: ConformanceFailure) -> tuple[int, int]:
+    return len(failure.history), sum(1 for rule, _ in failure.steps if rule != TEARDOWN)
+
+
+def _variants(program: tuple[Step, ...], failure: ConformanceFailure):
+    """Smaller neighbours of a program: a step deleted, a drain turned into its delivering
+    receives, a step's op replaced by another candidate of its kind (last steps first)."""
+    for i in reversed(range(len(program))):
+        yield program[:i] + program[i + 1:]
+    for i, step in enumerate(program):
+        if step.rule == DRAIN:
+            yield program[:i] + _receives_of_drain(failure, i) + program[i + 1:]
+    states = _states_before_steps(failure)
+    for i, step in enumerate(program):
+        if step.op is not None and i < len(states):
+            for other in candidates(states[i], step.rule):
+                if other != step.op:
+                    yield program[:i] + (Step(rule=step.rule, op=other),) + program[i + 1:]
+
+
+def _receives_of_drain(failure: ConformanceFailure, index: int) -> tuple[Step, ...]:
+    """The receives of the `index`-th step (a drain) that delivered a message, as receive steps."""
+    marks = [m for m in failure.steps if m[0] != TEARDOWN] + [(TEARDOWN, len(failure.history))]
+    start, end = marks[index][1], marks[index + 1][1]
+    return tuple(Step(rule="receive", op=_untimed(op)) for op, completion in failure.history[start:end]
+                 if isinstance(completion.value, o.Delivery))
+
+
+def _states_before_steps(failure: ConformanceFailure) -> list:
+    """The model state the machine asked for candidates before each step (replayed from the history)."""
+    from model.nondet import apply, start
+
+    verdict, states, marks = start(failure.spec), [], iter(failure.steps)
+    mark = next(marks, None)
+    for i, (op, completion) in enumerate(failure.history):
+        while mark is not None and mark[1] == i:
+            if mark[0] != TEARDOWN:
+                states.append(next(iter(verdict.states)))
+            mark = next(marks, None)
+        verdict = apply(verdict, op, completion)
+    return states
+
+
+def _untimed(op: o.Op) -> o.Op:
+    """A receive as the vocabulary offers it: the machine sets its timeout when it performs it."""
+    if isinstance(op, o.Receive):
+        return o.Receive(consumer=op.consumer)
+    return op

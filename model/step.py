@@ -503,7 +503,9 @@ def _step_close(state: State, op: o.Close) -> Result:
         # Messages in the closed consumer's receiver queue go to the others, out of publish order.
         changed.update({m.id: m.with_(fresh=False) for m in state.messages
                         if m.status is Status.AVAILABLE and m.fresh})
-    state = _entries_come_back(replace_messages(state, changed), {message_id.entry for message_id in changed})
+    # Any batch entry not yet deleted may have been pending on this consumer, its receiver queue
+    # included (found on the broker: c0 got a batch, acked m0.0, closed; c2 got m0.0 again).
+    state = _entries_come_back(replace_messages(state, changed), set(range(len(state.entries))))
     # What its client skipped after a seek is owed to the others now.
     state = replace_messages(state, {m.id: m.with_(skipped_by=None) for m in state.messages
                                      if m.skipped_by == op.consumer})

@@ -310,3 +310,14 @@ def test_with_batch_index_acks_a_nacked_index_still_brings_back_its_unacked_sibl
     back = run(spec, program + [got("c2", m(0, 0), 1, at=140)])
     assert back.ok
     assert check_nothing_lost(run(spec, program + [(o.Tick(ms=200), o.ok(at=205))])).violation  # both are owed
+
+
+def test_a_partly_acked_batch_that_sat_in_a_closed_consumers_queue_comes_back_whole():
+    """Found on the broker (Shared, no batch-index acks): c0 received m0.0 of a batch (the rest
+    stayed in its queue), c1 closed, c0 acked m0.0 and closed: c2 got m0.0 again."""
+    program = [(o.Subscribe(consumer="c0"), o.ok()), (o.Subscribe(consumer="c1"), o.ok()),
+               (o.Send(keys=(None, None, None), batched=True), o.ok()), (o.Subscribe(consumer="c2"), o.ok()),
+               got("c0", m(0, 0)), (o.Close(consumer="c1"), o.ok()),
+               (o.Acknowledge(consumer="c0", message=m(0, 0)), o.ok()), (o.Close(consumer="c0"), o.ok())]
+    assert run(SHARED, program + [got("c2", m(0, 0))]).ok
+    assert run(SHARED.with_(client_batch_index_ack=True), program + [got("c2", m(0, 0))]).violation

@@ -483,10 +483,21 @@ def _entries_come_back(state: State, entries: set[int], *, counted: bool = False
     the entry when the redelivery is. With batch-index acks the broker filters the indexes it has;
     unconfirmed ones may still come back."""
     bump = 1 if counted and state.spec.subscription_type.tracks_redelivery_count else 0
-    changed = {m.id: m.with_(spare=m.spare + 1, count_hi=m.count_hi + bump) for m in state.messages
-               if m.id.entry in entries and m.id.index >= 0 and m.status is Status.ACKED
-               and not state.cursor.is_acknowledged(m.id.entry)
-               and not (state.spec.batch_index_ack and m.ack_confirmed)}
+    pending = {m for c in state.connected() for _, m in c.pending_acks}
+    changed = {}
+    for m in state.messages:
+        if not (m.id.entry in entries and m.id.index >= 0 and m.status is Status.ACKED
+                and not state.cursor.is_acknowledged(m.id.entry)
+                and not (state.spec.batch_index_ack and m.ack_confirmed)):
+            continue
+        if not state.spec.batch_index_ack and m.id not in pending:
+            # The client kept that partial batch ack with the copy it acked; the entry comes back
+            # as new copies that must all be acked again (found on the broker: ack m0.0, close,
+            # subscribe, ack m0.1 and m0.2 of the new copy, close: the batch came a third time).
+            changed[m.id] = m.with_(status=Status.AVAILABLE, fresh=False, ack_confirmed=False,
+                                    count_hi=m.count_hi + bump)
+        else:
+            changed[m.id] = m.with_(spare=m.spare + 1, count_hi=m.count_hi + bump)
     return replace_messages(state, changed)
 
 

@@ -158,7 +158,9 @@ def one_message_state(spec, message, consumers=("c0",)):
 def stepped_counter(op, spec, counts, delivered):
     """The message's counter after `op` in model/step.py, as a MessageState (None: a violation)."""
     lo, hi = counts
-    held = Message(id=M, status=Status.HELD, holder="c0", delivered=True, fresh=False, count_lo=lo, count_hi=hi)
+    # A held message carries the count it was delivered with (lo == hi here: the encoding's domain).
+    held = Message(id=M, status=Status.HELD, holder="c0", delivered=True, fresh=False, count_lo=lo, count_hi=hi,
+                   held_count=lo)
     available = held.with_(status=Status.AVAILABLE, holder=None)
     match op:
         case p.RedeliveryOp.RECEIVE:

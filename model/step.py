@@ -466,7 +466,11 @@ def _redeliver(state: State, consumer: str, at: int, *, window: tuple[int, int])
             # It may sit in this consumer's receiver queue (the client does not clear it): it may be
             # dispatched again, a duplicate, and on Shared the broker counts it as redelivered.
             bump = 0 if rewind else 1
-            changed[message.id] = message.with_(count_hi=message.count_hi + bump, spare=message.spare + 1, fresh=False)
+            # A queued copy whose count reached max_redeliver_count goes to the dead-letter topic
+            # instead (found on the broker: m0 sat in the queue through redeliveries and never came).
+            dead_letter = _goes_to_dead_letter(state, message.with_(held_count=0)) is not False
+            changed[message.id] = message.with_(count_hi=message.count_hi + bump, spare=message.spare + 1, fresh=False,
+                                                status=Status.ACKED if dead_letter else Status.AVAILABLE)
     state = _entries_come_back(replace_messages(state, changed), {message_id.entry for message_id in changed},
                                counted=True)
     if not rewind:

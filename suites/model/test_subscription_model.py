@@ -336,3 +336,15 @@ def test_a_partial_batch_ack_is_lost_with_the_copy_it_was_made_on():
     third = program + [got("c0", m(0, 0)), got("c0", m(0, 1)), got("c0", m(0, 2))]
     assert run(EXCLUSIVE, third).ok
     assert check_nothing_lost(run(EXCLUSIVE, program)).violation.guarantee is Guarantee.NO_LOSS  # m0.0 is owed
+
+
+def test_a_queued_copy_whose_count_reached_the_limit_may_go_to_the_dead_letter_topic_unseen():
+    """Found on the broker (Key_Shared, max_redeliver_count=2): m0 sat in c0's receiver queue
+    while c0 and c1 asked for redeliveries; its count grew to the limit and it never came: the
+    client dead-lettered the queued copy."""
+    spec = SHARED.with_(max_redeliver_count=2)
+    redeliver = (o.RedeliverUnacknowledgedMessages(consumer="c0"), o.ok())
+    program = [(o.Subscribe(consumer="c0"), o.ok()), *send(1), redeliver, redeliver, redeliver]
+    assert check_nothing_lost(run(spec, program)).ok
+    assert run(spec, program + [got("c0", m(0), 2)]).ok  # or it comes, within the limit
+    assert check_nothing_lost(run(spec, program[:-1])).violation.guarantee is Guarantee.NO_LOSS  # not yet at the limit

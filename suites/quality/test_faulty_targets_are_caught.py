@@ -13,38 +13,19 @@ import pytest
 from hypothesis import settings
 
 from fixtures.targets.faulty import FAULTS
-from fixtures.targets.lockstep import ConformanceFailure
 from suites.conformance.catalog import CHECKS
 from suites.machines import run_conformance
+from suites.quality.catch import first_failure
 
 CATCHES: dict[str, tuple[float, str, int] | None] = {}
-
-
-SWEEP_EXAMPLES = 15  # a quick pass over every check first, then the full ci budget
-
-
-def _first_failure(fault):
-    """Breadth first: every check with a few examples, then every check with the ci profile."""
-    ids = (f"{fault.name}-{n}" for n in itertools.count())
-    full = settings.get_profile("ci")
-    for budget in (settings(full, max_examples=SWEEP_EXAMPLES), full):
-        for check in CHECKS:
-            if check.slow:
-                continue
-            for name, spec in check.specs.items():
-                try:
-                    run_conformance(fault.target(), spec, lambda: next(ids), kinds=check.kinds, settings_=budget,
-                                    drain_idle_ms=30)
-                except ConformanceFailure as failure:
-                    return f"{check.area}[{name}]", failure
-    return None, None
 
 
 @pytest.mark.parametrize("fault", FAULTS, ids=[f.name for f in FAULTS])
 def test_the_suite_catches_the_fault(fault):
     started = time.perf_counter()
-    where, failure = _first_failure(fault)
+    catch = first_failure(fault)
     elapsed = time.perf_counter() - started
+    where, failure = (catch.where, catch.failure) if catch else (None, None)
     CATCHES[fault.name] = (elapsed, where, len(failure.history)) if failure else None
     assert failure is not None, f"the conformance suite passed against the faulty target {fault.name}"
     assert failure.violation.guarantee in fault.breaks, (

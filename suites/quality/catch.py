@@ -1,0 +1,52 @@
+"""How the suite catches a faulty target: the conformance catalog, check after check, until one fails.
+
+Breadth first, as a user's run would find it soonest: every check with a few examples, then every
+check with the full `ci` budget. The first `ConformanceFailure` is the catch: the check and spec
+that found it, and the shrunk program (the failure's history and steps).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+from hypothesis import settings
+
+from fixtures import hypothesis_profiles  # noqa: F401  (registers the profiles)
+from fixtures.targets.faulty import Fault
+from fixtures.targets.lockstep import ConformanceFailure
+from model.spec import Spec
+from suites.conformance.catalog import CHECKS, Check
+from suites.machines import run_conformance
+
+SWEEP_EXAMPLES = 15  # a quick pass over every check first, then the full ci budget
+DRAIN_IDLE_MS = 30  # the model target answers at once: a drain need not wait
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Catch:
+    check: Check
+    spec_name: str
+    spec: Spec
+    failure: ConformanceFailure
+
+    @property
+    def where(self) -> str:
+        return f"{self.check.area}[{self.spec_name}]"
+
+
+def first_failure(fault: Fault) -> Catch | None:
+    """The first check (breadth first over the catalog, ci profile) that fails on `fault`'s target."""
+    ids = (f"{fault.name}-{n}" for n in itertools.count())
+    full = settings.get_profile("ci")
+    for budget in (settings(full, max_examples=SWEEP_EXAMPLES), full):
+        for check in CHECKS:
+            if check.slow:
+                continue
+            for name, spec in check.specs.items():
+                try:
+                    run_conformance(fault.target(), spec, lambda: next(ids), kinds=check.kinds, settings_=budget,
+                                    drain_idle_ms=DRAIN_IDLE_MS)
+                except ConformanceFailure as failure:
+                    return Catch(check=check, spec_name=name, spec=spec, failure=failure)
+    return None

@@ -428,8 +428,9 @@ def _requested(state: State, message: Message, back_from: int, back_by: int) -> 
     if dead_letter is None:
         # Another copy the client got may carry the count that sends it to the DLQ: it may come
         # once more or never.
+        limit = state.spec.max_redeliver_count
         return message.with_(status=Status.ACKED, holder=None, back_from=None, back_by=None, spare=message.spare + 1,
-                             count_lo=message.count_lo + bump, count_hi=message.count_hi + bump)
+                             count_lo=min(message.count_lo + bump, limit), count_hi=min(message.count_hi + bump, limit))
     return message.with_(back_from=back_from, back_by=back_by,
                          count_lo=message.count_lo + bump, count_hi=message.count_hi + bump)
 
@@ -468,8 +469,10 @@ def _redeliver(state: State, consumer: str, at: int, *, window: tuple[int, int])
             bump = 0 if rewind else 1
             # A queued copy whose count reached max_redeliver_count goes to the dead-letter topic
             # instead (found on the broker: m0 sat in the queue through redeliveries and never came).
+            # If it does come, its count was below the limit: the bound stays where it is.
             dead_letter = _goes_to_dead_letter(state, message.with_(held_count=0)) is not False
-            changed[message.id] = message.with_(count_hi=message.count_hi + bump, spare=message.spare + 1, fresh=False,
+            count_hi = message.count_hi if dead_letter else message.count_hi + bump
+            changed[message.id] = message.with_(count_hi=count_hi, spare=message.spare + 1, fresh=False,
                                                 status=Status.ACKED if dead_letter else Status.AVAILABLE)
     state = _entries_come_back(replace_messages(state, changed), {message_id.entry for message_id in changed},
                                counted=True)

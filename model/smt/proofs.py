@@ -481,8 +481,11 @@ def redeliver(config: SymConfig, before: SymMessage, after: SymMessage) -> z3.Bo
 
 
 def redeliver_queued(config: SymConfig, before: SymMessage, after: SymMessage) -> z3.BoolRef:
-    """step.py `_redeliver` on an AVAILABLE message: on Shared it may be dispatched again, counted."""
-    return _same(before, after, count_hi=before.count_hi + bump(config))
+    """step.py `_redeliver` on an AVAILABLE message: on Shared it may be dispatched again, counted;
+    once its count may have reached the limit, the client may dead-letter the queued copy unseen
+    (acked, not certainly dead: it may still come, with a count within the limit)."""
+    return z3.If(goes_to_dead_letter(config, before), _same(before, after, status=z3.IntVal(Status.ACKED)),
+                 _same(before, after, count_hi=before.count_hi + bump(config)))
 
 
 def close(config: SymConfig, before: SymMessage, after: SymMessage) -> z3.BoolRef:

@@ -458,8 +458,10 @@ def _redeliver(state: State, consumer: str, at: int, *, window: tuple[int, int])
         if message.status is Status.HELD and message.holder == consumer:
             requested = _requested(state, message, at + lo, at + hi)
             if message.back_from is not None and requested.status is Status.HELD:
-                # A second request before the first landed: both may deliver it (a rewind each).
-                requested = requested.with_(spare=requested.spare + 1)
+                # A second request before the first landed: both may deliver it (a rewind each),
+                # the first copy with the first request's count (found on the broker: two
+                # redeliver calls in the same millisecond, m2 came with count 1).
+                requested = requested.with_(spare=requested.spare + 1, count_lo=message.count_lo)
             changed[message.id] = requested
         elif message.status is Status.ACKED and not message.ack_confirmed and rewind:
             changed[message.id] = message.with_(spare=message.spare + 1)
@@ -491,13 +493,14 @@ def _entries_come_back(state: State, entries: set[int], *, counted: bool = False
     unconfirmed ones may still come back."""
     bump = 1 if counted and state.spec.subscription_type.tracks_redelivery_count else 0
     pending = {m for c in state.connected() for _, m in c.pending_acks}
+    partly_acked = {m.id.entry for m in state.messages if m.id.index >= 0 and m.status is not Status.ACKED}
     changed = {}
     for m in state.messages:
         if not (m.id.entry in entries and m.id.index >= 0 and m.status is Status.ACKED
                 and not state.cursor.is_acknowledged(m.id.entry)
                 and not (state.spec.batch_index_ack and m.ack_confirmed)):
             continue
-        if not state.spec.batch_index_ack and m.id not in pending:
+        if not state.spec.batch_index_ack and m.id not in pending and m.id.entry in partly_acked:
             # The client kept that partial batch ack with the copy it acked; the entry comes back
             # as new copies that must all be acked again (found on the broker: ack m0.0, close,
             # subscribe, ack m0.1 and m0.2 of the new copy, close: the batch came a third time).

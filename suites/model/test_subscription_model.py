@@ -348,3 +348,23 @@ def test_a_queued_copy_whose_count_reached_the_limit_may_go_to_the_dead_letter_t
     assert check_nothing_lost(run(spec, program)).ok
     assert run(spec, program + [got("c0", m(0), 2)]).ok  # or it comes, within the limit
     assert check_nothing_lost(run(spec, program[:-1])).violation.guarantee is Guarantee.NO_LOSS  # not yet at the limit
+
+
+def test_a_batch_dead_lettered_whole_is_not_owed_again():
+    """Found on the broker (Shared, max_redeliver_count=1, no batch-index acks): c1 held a whole
+    batch with count 1 and asked for a redelivery: the client dead-lettered (and acked) every index,
+    so the entry is gone; only a partly acked batch comes back."""
+    spec = SHARED.with_(max_redeliver_count=1)
+    program = [(o.Subscribe(consumer="c1"), o.ok()), (o.Send(keys=(None, None), batched=True), o.ok()),
+               got("c1", m(0, 0)), got("c1", m(0, 1)), (o.RedeliverUnacknowledgedMessages(consumer="c1"), o.ok()),
+               got("c1", m(0, 0), 1), got("c1", m(0, 1), 1), (o.RedeliverUnacknowledgedMessages(consumer="c1"), o.ok())]
+    assert check_nothing_lost(run(spec, program)).ok
+
+
+def test_two_redelivery_requests_before_the_first_lands_allow_the_first_count():
+    """Found on the broker (Key_Shared): two redeliver calls in the same millisecond; m2 came back
+    with count 1, not 2."""
+    redeliver = (o.RedeliverUnacknowledgedMessages(consumer="c0"), o.ok(at=5))
+    program = [(o.Subscribe(consumer="c0"), o.ok()), *send(1), got("c0", m(0)), redeliver, redeliver]
+    assert run(SHARED, program + [got("c0", m(0), 1, at=6)]).ok
+    assert run(SHARED, program + [got("c0", m(0), 3, at=6)]).violation.guarantee is Guarantee.REDELIVERY_COUNT

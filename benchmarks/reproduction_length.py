@@ -1,6 +1,6 @@
 """Reproduction length: the suite's shrunk program beside the shortest program that shows the fault.
 
-    python -m benchmarks.reproduction_length [--fault NAME] [--max-nodes N]
+    python -m benchmarks.reproduction_length [--fault NAME] [--max-nodes N] [--hypothesis-only]
 
 For every faulty target (fixtures/targets/faulty.py) the suite's quality run (suites/quality/catch.py,
 `ci` profile, breadth first over the catalog) catches the fault with some check and spec; its
@@ -15,7 +15,8 @@ Lengths are counted two ways, the same way for both programs:
 - rules: Hypothesis rule steps (a drain is one step; the teardown is not a step).
 
 Only programs shorter than the shrunk one are searched (the shrunk one is a witness at its own
-length). When the search's node budget runs out first, the figure is a lower bound (marked >=) and
+length). `--hypothesis-only` measures the program as Hypothesis shrank it, without the suite's own program
+shrinking (suites/programs.py `tighten`). When the search's node budget runs out first, the figure is a lower bound (marked >=) and
 the difference an upper bound (<=).
 """
 
@@ -26,6 +27,7 @@ import statistics
 import time
 
 from fixtures.targets.faulty import FAULTS
+from suites import machines
 from suites.quality.catch import first_failure
 from suites.quality.shortest import shortest
 
@@ -70,7 +72,10 @@ def main() -> None:
     parser.add_argument("--fault", action="append", help="only this fault (repeatable)")
     parser.add_argument("--max-nodes", type=int, default=40_000, help="search budget (states) per fault and unit")
     parser.add_argument("--programs", action="store_true", help="print each shortest program")
+    parser.add_argument("--hypothesis-only", action="store_true", help="without the suite's program shrinking")
     args = parser.parse_args()
+    if args.hypothesis_only:
+        machines.tighten = lambda failure, *args, **kwargs: failure
     faults = [f for f in FAULTS if not args.fault or f.name in args.fault]
     rows = []
     for fault in faults:

@@ -14,7 +14,9 @@ Uniform-cost search, so the first failing program popped is a shortest one, in e
   length of the failure's history.
 
 Programs that reach the same state (the faulty target's state and hidden fields, and the model's
-set of possible states) are one node: what follows depends on nothing else. The search tries every
+set of possible states) are one node: what follows depends on nothing else (nodes are told apart
+by a 64-bit hash of that; a collision, about one chance in 10^7 for a million states, would hide
+some programs). The search tries every
 program up to a cost bound, unless a node budget runs out first (`complete` is False): then it only
 says that no program cheaper than `lower_bound` shows the fault.
 """
@@ -60,7 +62,7 @@ def shortest(target_factory, spec: Spec, kinds: tuple[str, ...], guarantee: Guar
 
     # Heap entries: (cost, tiebreak, program, failure); failure set = a finished failing program.
     heap: list = [(0, next(order), (), None)]
-    cheapest: dict[object, int] = {_fingerprint(replayed(())): 0}  # the lowest cost each state was reached at
+    cheapest: dict[int, int] = {_fingerprint(replayed(())): 0}  # the lowest cost each state was reached at
     nodes = 0
     while heap:
         cost, _, program, failure = heapq.heappop(heap)
@@ -131,8 +133,9 @@ def _fork(run: Lockstep) -> Lockstep:
     return forked
 
 
-def _fingerprint(run: Lockstep) -> object:
-    """What the rest of a program depends on: the target's state and hidden fields, the model's states."""
+def _fingerprint(run: Lockstep) -> int:
+    """What the rest of a program depends on: the target's state and hidden fields, the model's
+    states; kept as their hash (64 bits), so that a search of a million states fits in memory."""
     hidden = tuple(sorted((name, frozenset(value) if isinstance(value, set) else value)
                           for name, value in vars(run.target).items() if name not in ("state", "rng", "seed")))
-    return run.target.state, run.verdict.states, hidden
+    return hash((run.target.state, run.verdict.states, hidden))

@@ -428,9 +428,10 @@ def _requested(state: State, message: Message, back_from: int, back_by: int) -> 
     if dead_letter is None:
         # Another copy the client got may carry the count that sends it to the DLQ: it may come
         # once more or never.
+        # A copy that does come was requested earlier, or now: its count is anywhere up to the limit.
         limit = state.spec.max_redeliver_count
         return message.with_(status=Status.ACKED, holder=None, back_from=None, back_by=None, spare=message.spare + 1,
-                             count_lo=min(message.count_lo + bump, limit), count_hi=min(message.count_hi + bump, limit))
+                             count_hi=max(message.count_hi, min(message.count_hi + bump, limit)))
     return message.with_(back_from=back_from, back_by=back_by,
                          count_lo=message.count_lo + bump, count_hi=message.count_hi + bump)
 

@@ -56,6 +56,11 @@ class Event:
 
 
 FIELDS = tuple(f.name for f in dataclasses.fields(Event))
+_REQUIRED = ("program_id", "step", "spec_id", "spec", "op")
+_TYPES = {"program_id": str, "step": int, "spec_id": str, "spec": str, "op": str, "consumer": str, "entry": int,
+          "index": int, "keys": list, "batched": bool, "ms": int, "outcome": str, "at": int, "delivered_entry": int,
+          "delivered_index": int, "redelivery_count": int, "cursor": str, "sent": int, "error": str}
+_TYPE_NAMES = {str: "a string", int: "an integer", bool: "true or false", list: "a list"}
 
 
 def spec_json(spec: Spec) -> str:
@@ -63,14 +68,32 @@ def spec_json(spec: Spec) -> str:
 
 
 def spec_id(spec: Spec) -> str:
-    return hashlib.sha1(spec_json(spec).encode()).hexdigest()[:12]
+    """A short key for the spec, from the fields that differ from their defaults only: a field
+    added to `Spec` later (with a default) leaves the ids of existing corpora unchanged, so corpora
+    written before and after can still be paired by the diff."""
+    changed = {f.name: getattr(spec, f.name) for f in dataclasses.fields(spec) if getattr(spec, f.name) != f.default}
+    return hashlib.sha1(json.dumps(changed, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 
 def spec_of(text: str) -> Spec:
-    raw = json.loads(text)
-    raw["subscription_type"] = SubscriptionType(raw["subscription_type"])
-    raw["initial_position"] = InitialPosition(raw["initial_position"])
-    return Spec(**raw)
+    """The spec of `spec_json` text; fields it lacks take their defaults (older corpora)."""
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise MalformedEvent(f"spec is not JSON: {error}") from None
+    if not isinstance(raw, dict):
+        raise MalformedEvent(f"spec must be a JSON object, got {type(raw).__name__}")
+    unknown = sorted(set(raw) - {f.name for f in dataclasses.fields(Spec)})
+    if unknown:
+        raise MalformedEvent(f"spec has unknown fields {unknown}")
+    try:
+        if "subscription_type" in raw:
+            raw["subscription_type"] = SubscriptionType(raw["subscription_type"])
+        if "initial_position" in raw:
+            raw["initial_position"] = InitialPosition(raw["initial_position"])
+        return Spec(**raw)
+    except (ValueError, TypeError) as error:
+        raise MalformedEvent(f"spec: {error}") from None
 
 
 def cursor_text(cursor: cur.Cursor) -> str:
@@ -87,6 +110,13 @@ def cursor_of(text: str) -> cur.Cursor:
 
 def event_of(program_id: str, spec: Spec, step: int, op: o.Op, completion: o.Completion,
              *, spec_text: str | None = None, spec_key: str | None = None) -> Event:
+    return Event(**event_fields(program_id, spec, step, op, completion, spec_text=spec_text, spec_key=spec_key))
+
+
+def event_fields(program_id: str, spec: Spec, step: int, op: o.Op, completion: o.Completion,
+                 *, spec_text: str | None = None, spec_key: str | None = None) -> dict:
+    """The fields of `event_of(...)` as a dict, without the Event: the trace generator turns
+    millions of these into Arrow columns. Fields left at their default are absent."""
     message = getattr(op, "message", None)
     value = completion.value
     fields: dict = {
@@ -101,6 +131,8 @@ def event_of(program_id: str, spec: Spec, step: int, op: o.Op, completion: o.Com
         fields.update(keys=op.keys, batched=op.batched)
     if isinstance(op, o.Tick):
         fields["ms"] = op.ms
+    elif isinstance(op, o.Receive) and op.timeout_ms is not None:
+        fields["ms"] = op.timeout_ms  # how long the receive waited: a reproduction waits as long
     if isinstance(value, o.Delivery):
         fields.update(delivered_entry=value.message.entry, delivered_index=value.message.index,
                       redelivery_count=value.redelivery_count)
@@ -108,7 +140,7 @@ def event_of(program_id: str, spec: Spec, step: int, op: o.Op, completion: o.Com
         fields["cursor"] = cursor_text(value)
     elif isinstance(value, tuple):
         fields["sent"] = len(value)
-    return Event(**fields)
+    return fields
 
 
 def op_of(event: Event) -> o.Op:
@@ -119,6 +151,8 @@ def op_of(event: Event) -> o.Op:
         return o.Send(keys=tuple(event.keys or (None,)), batched=bool(event.batched))
     if op_type is o.Tick:
         return o.Tick(ms=event.ms or 0)
+    if op_type is o.Receive:
+        return o.Receive(consumer=event.consumer, timeout_ms=event.ms)
     kwargs = {}
     if "consumer" in op_type.__dataclass_fields__:
         kwargs["consumer"] = event.consumer
@@ -138,9 +172,9 @@ def completion_of(event: Event) -> o.Completion:
                            redelivery_count=event.redelivery_count or 0)
     elif event.cursor is not None:
         value = cursor_of(event.cursor)
-    elif event.sent:
-        entry_ids = range(event.sent)
-        value = tuple(o.MessageId(0, i) for i in entry_ids)  # ids are positional; the model renumbers
+    elif event.sent is not None:
+        # Only the count is stored: the model numbers entries itself and never reads these ids.
+        value = tuple(o.MessageId(0, i) for i in range(event.sent))
     return o.Completion(outcome=outcome, at=event.at, value=value, error=event.error)
 
 
@@ -159,13 +193,29 @@ def from_json_line(line: str, *, where: str = "") -> Event:
     missing = sorted(f for f in ("program_id", "step", "spec_id", "spec", "op") if f not in raw)
     if unknown or missing:
         raise MalformedEvent(f"{where}unknown fields {unknown}, missing fields {missing}")
-    if raw.get("keys") is not None:
-        raw["keys"] = tuple(raw["keys"])
+    for name, value in raw.items():
+        expected = _TYPES[name]
+        if value is None and name not in _REQUIRED:
+            continue
+        if name == "keys":
+            if not isinstance(value, list) or not all(k is None or isinstance(k, str) for k in value):
+                raise MalformedEvent(f"{where}keys must be a list of strings or nulls, got {value!r}")
+            raw["keys"] = tuple(value)
+        elif not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
+            raise MalformedEvent(f"{where}{name} must be {_TYPE_NAMES[expected]}, got {value!r}")
     try:
         event = Event(**raw)
     except TypeError as error:
         raise MalformedEvent(f"{where}{error}") from None
     if event.outcome not in {x.value for x in o.Outcome}:
         raise MalformedEvent(f"{where}outcome must be ok, fail or info, got {event.outcome!r}")
+    try:
+        spec_of(event.spec)
+        if event.cursor is not None:
+            cursor_of(event.cursor)
+    except MalformedEvent as error:
+        raise MalformedEvent(f"{where}{error}") from None
+    except ValueError:
+        raise MalformedEvent(f"{where}cursor must read like 3|(4,6)(7,8), got {event.cursor!r}") from None
     op_of(event)
     return event

@@ -178,7 +178,7 @@ def _step_receive(state: State, op: o.Receive, completion: o.Completion) -> Resu
     if message is None:
         return Violation(guarantee=Guarantee.NO_PHANTOM, detail=f"{op.consumer} received {delivery.message}, never published")
     problem = (_dead_letter_problem(state, message, delivery.redelivery_count)
-               or _delivery_status_problem(state, message, op.consumer) or _order_problem(message, consumer)
+               or _delivery_status_problem(state, message, op.consumer) or _order_problem(state, message, consumer)
                or _key_shared_problem(state, message, op.consumer)
                or _redelivery_count_problem(state, message, delivery.redelivery_count))
     if problem is not None:
@@ -240,8 +240,18 @@ def _delivery_status_problem(state: State, message: Message, consumer: str) -> V
                      detail=f"{consumer} received {message.id} again after it was acknowledged, with no redelivery requested")
 
 
-def _order_problem(message: Message, consumer: Consumer) -> Violation | None:
-    if message.delivered or not message.fresh or _order_key(message.id) > consumer.last_first_delivery:
+def _order_problem(state: State, message: Message, consumer: Consumer) -> Violation | None:
+    if message.delivered or not message.fresh:
+        return None
+    if state.spec.subscription_type is SubscriptionType.KEY_SHARED:
+        # Key_Shared promises order per key: a consumer joining or leaving moves hash ranges, so
+        # messages of different keys may reach a consumer out of publish order.
+        later = next((m for m in state.messages if m.key == message.key and m.delivered and m.id > message.id), None)
+        if later is None:
+            return None
+        return Violation(guarantee=Guarantee.ORDER, detail=f"{consumer.name} received {message.id} (key "
+                         f"{message.key!r}) for the first time after {later.id} of the same key")
+    if _order_key(message.id) > consumer.last_first_delivery:
         return None
     return Violation(guarantee=Guarantee.ORDER,
                      detail=f"{consumer.name} received {message.id} for the first time after a later message")

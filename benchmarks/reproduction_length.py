@@ -70,7 +70,7 @@ def _length(row: dict, unit: str) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fault", action="append", help="only this fault (repeatable)")
-    parser.add_argument("--max-nodes", type=int, default=40_000, help="search budget (states) per fault and unit")
+    parser.add_argument("--max-nodes", type=int, default=100_000, help="search budget (states) per fault and unit")
     parser.add_argument("--programs", action="store_true", help="print each shortest program")
     parser.add_argument("--hypothesis-only", action="store_true", help="without the suite's program shrinking")
     args = parser.parse_args()

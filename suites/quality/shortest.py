@@ -16,9 +16,9 @@ Uniform-cost search, so the first failing program popped is a shortest one, in e
 Programs that reach the same state (the faulty target's state and hidden fields, and the model's
 set of possible states) are one node: what follows depends on nothing else (nodes are told apart
 by a 64-bit hash of that; a collision, about one chance in 10^7 for a million states, would hide
-some programs). The search tries every
-program up to a cost bound, unless a node budget runs out first (`complete` is False): then it only
-says that no program cheaper than `lower_bound` shows the fault.
+some programs). The search tries every program up to a cost bound, unless a node budget runs out
+first (`complete` is False): then it only says that no program cheaper than `lower_bound` shows
+the fault.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from model.guarantees import Guarantee
 from model.spec import Spec
 from model.vocabulary import candidates
 from suites.programs import DRAIN, Step, settle, take
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Shortest:

@@ -8,7 +8,9 @@ ids up to the size, and a copy where 0.1% of the programs diverge (a changed obs
 truncated program or an extra step). Then `python -m traces diff` runs in a fresh process (wall
 time includes Python and Spark start-up) and the same diff (fingerprint prefilter, semi join,
 full join on the step, first divergence, signatures) runs in DuckDB in another fresh process.
-Peak memory is the summed RSS of the whole process tree (the JVM included), sampled every 50 ms.
+Peak memory is the summed RSS of the whole process tree (the JVM included), and CPU time the
+summed user + system time of that tree, both sampled every 50 ms (CPU time says what the wall
+time would be on idle cores when the machine is shared).
 Both results are checked against the number of programs made divergent. Generation runs
 `python -m traces generate` and reports events per minute, with a profile of the model.
 """
@@ -36,10 +38,12 @@ STEPS = 50
 DIVERGENT_PER_MILLE = 1
 
 
-def _tree_rss(pid: int) -> int:
-    """Summed RSS in bytes of `pid` and all its descendants."""
+def _tree(pid: int) -> dict[int, tuple[int, float]]:
+    """RSS in bytes and CPU seconds (user + system) of `pid` and each of its descendants."""
+    tick = os.sysconf("SC_CLK_TCK")
+    page = os.sysconf("SC_PAGE_SIZE")
     children: dict[int, list[int]] = {}
-    rss: dict[int, int] = {}
+    usage: dict[int, tuple[int, float]] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -47,22 +51,24 @@ def _tree_rss(pid: int) -> int:
             with open(f"/proc/{entry}/stat") as handle:
                 fields = handle.read().rsplit(")", 1)[1].split()
             children.setdefault(int(fields[1]), []).append(int(entry))
-            rss[int(entry)] = int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
+            usage[int(entry)] = (int(fields[21]) * page, (int(fields[11]) + int(fields[12])) / tick)
         except (OSError, IndexError, ValueError):
             continue
-    total, stack = 0, [pid]
+    found, stack = {}, [pid]
     while stack:
         current = stack.pop()
-        total += rss.get(current, 0)
+        if current in usage:
+            found[current] = usage[current]
         stack.extend(children.get(current, []))
-    return total
+    return found
 
 
-def measured(command: list[str], **kwargs) -> tuple[float, int, subprocess.CompletedProcess]:
-    """Run a command; wall seconds, peak process-tree RSS, the completed process."""
+def measured(command: list[str], **kwargs) -> tuple[float, int, float, subprocess.CompletedProcess]:
+    """Run a command; wall seconds, peak process-tree RSS, CPU seconds of the tree (sampled every
+    50 ms: the last samples of each process), the completed process."""
     started = time.perf_counter()
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
-    peak = 0
+    peak, cpu = 0, {}
     done = threading.Event()
     out: dict[str, str] = {}
 
@@ -72,9 +78,12 @@ def measured(command: list[str], **kwargs) -> tuple[float, int, subprocess.Compl
 
     threading.Thread(target=drain, daemon=True).start()
     while not done.wait(0.05):
-        peak = max(peak, _tree_rss(process.pid))
+        tree = _tree(process.pid)
+        peak = max(peak, sum(rss for rss, _ in tree.values()))
+        cpu.update({pid: seconds for pid, (_, seconds) in tree.items()})
     wall = time.perf_counter() - started
-    return wall, peak, subprocess.CompletedProcess(command, process.returncode, out["stdout"], out["stderr"])
+    return wall, peak, sum(cpu.values()), subprocess.CompletedProcess(command, process.returncode, out["stdout"],
+                                                                         out["stderr"])
 
 
 # -- corpora ------------------------------------------------------------------------------------
@@ -240,7 +249,7 @@ def profile_model(programs: int = 300) -> str:
 def measure_generation(work: Path, events: int) -> dict:
     out = work / "generated"
     programs = max(1, events // (4 * STEPS))
-    wall, peak, done = measured([PYTHON, "-m", "traces", "generate", "--out", str(out), "--programs", str(programs),
+    wall, peak, _, done = measured([PYTHON, "-m", "traces", "generate", "--out", str(out), "--programs", str(programs),
                                  "--steps", str(STEPS), "--overwrite"], cwd=ROOT)
     if done.returncode:
         raise RuntimeError(done.stderr)
@@ -267,6 +276,7 @@ def main() -> None:
     parser.add_argument("--work", default=str(Path(tempfile.gettempdir()) / "spark_diff_bench"))
     parser.add_argument("--generate-events", type=_size, default=200_000, help="0 skips the generation figure")
     parser.add_argument("--duckdb-diff", nargs=3, metavar=("EXPECTED", "OBSERVED", "OUT"), help=argparse.SUPPRESS)
+    parser.add_argument("--build-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.duckdb_diff:
         duckdb_diff(*args.duckdb_diff)
@@ -276,16 +286,23 @@ def main() -> None:
     template = work / "template.parquet"
     if not template.exists():
         build_template(template)
-    from traces.session import spark_session
-
     sizes = [_size(s) for s in args.sizes.split(",")]
-    spark = spark_session("local[*]")
+    if args.build_only:
+        from traces.session import spark_session
+
+        spark = spark_session("local[*]")
+        for size in sizes:
+            started = time.perf_counter()
+            build_corpora(spark, template, work / f"{size // 1_000_000}M", size)
+            print(f"corpora of {size:,} events ready ({time.perf_counter() - started:.0f} s)", file=sys.stderr, flush=True)
+        return
+    # Built in another process, so that its JVM is gone before anything is measured.
+    subprocess.run([PYTHON, "-m", "benchmarks.spark_diff", "--build-only", "--sizes", args.sizes, "--work", str(work)],
+                   cwd=ROOT, check=True)
     corpora = {}
     for size in sizes:
-        started = time.perf_counter()
-        corpora[size] = build_corpora(spark, template, work / f"{size // 1_000_000}M", size)
-        print(f"corpora of {size:,} events ready ({time.perf_counter() - started:.0f} s)", file=sys.stderr, flush=True)
-    spark.stop()
+        base = work / f"{size // 1_000_000}M"
+        corpora[size] = (base / "expected", base / "observed", json.loads((base / "truth.json").read_text())["divergent"])
     rows = []
     for size, (expected, observed, truth) in corpora.items():
         events = sum(json.loads((p / "corpus.json").read_text())["events"] for p in (expected, observed))
@@ -298,26 +315,28 @@ def main() -> None:
                 command = ([PYTHON, "-m", "traces", "diff", str(expected), str(observed), "--out", str(out), "-q"]
                            if engine == "spark" else
                            [PYTHON, "-m", "benchmarks.spark_diff", "--duckdb-diff", str(expected), str(observed), str(out)])
-                wall, peak, done = measured(command, cwd=ROOT)
+                wall, peak, cpu, done = measured(command, cwd=ROOT)
                 if done.returncode:
                     raise RuntimeError(f"{engine} diff failed:\n{done.stderr}")
                 found = (json.loads((out / "summary.json").read_text())["divergent_programs"] if engine == "spark"
                          else json.loads(done.stdout)["divergent_programs"])
-                runs.append((wall, peak, found))
+                runs.append((wall, peak, found, cpu))
             runs.sort()
             figures[engine] = runs[len(runs) // 2]
-        rows.append((size, events, truth, figures))
+        rows.append((size, events, truth, figures, os.getloadavg()[0]))
         print(f"{size:,}: spark {figures['spark'][0]:.1f} s, duckdb {figures['duckdb'][0]:.1f} s ({_load()})",
               file=sys.stderr, flush=True)
     print(f"\nTrace diff, 2 cores, local[*], wall time including process and session start ({_load()} at the end)\n")
-    print("| events per corpus | divergent programs (truth / spark / duckdb) | engine | wall s | events/s | peak RSS | Spark/DuckDB |")
-    print("|---|---|---|---|---|---|---|")
-    for size, events, truth, figures in rows:
+    print("| events per corpus | divergent programs (truth / spark / duckdb) | engine | wall s | CPU s | events/s "
+          "| peak RSS | Spark/DuckDB (wall) | load (1 min) |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for size, events, truth, figures, load in rows:
         ratio = figures["spark"][0] / figures["duckdb"][0]
         for engine in ("spark", "duckdb"):
-            wall, peak, found = figures[engine]
+            wall, peak, found, cpu = figures[engine]
             print(f"| {size:,} | {truth} / {figures['spark'][2]} / {figures['duckdb'][2]} | {engine} | {wall:.1f} | "
-                  f"{events / wall / 1e6:.2f} M | {peak / 2**30:.2f} GiB | {f'{ratio:.1f}x' if engine == 'spark' else ''} |")
+                  f"{cpu:.1f} | {events / wall / 1e6:.2f} M | {peak / 2**30:.2f} GiB | "
+                  f"{f'{ratio:.1f}x' if engine == 'spark' else ''} | {load:.1f} |")
     if args.generate_events:
         generated = measure_generation(work, args.generate_events)
         print(f"\nGeneration through the model ({generated['events']:,} events, 4 specs, {STEPS} steps): "

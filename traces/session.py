@@ -2,7 +2,9 @@
 
 Sized for a 2-core / 24 GiB machine in local mode (everything runs in the driver JVM): a 4 GiB
 heap, shuffle partitions at twice the cores (adaptive execution coalesces further), no UI, no
-console progress bar, Spark's own log at ERROR. Under `spark-submit` the master and memory come
+console progress bar, Spark's own log at ERROR, and a JVM tuned for short jobs (traces.jvm: C1
+only, a class-data archive written by the first run; TRACES_CDS=0 turns the archive off;
+TRACES_JAVA_OPTIONS adds options). Under `spark-submit` the master and memory come
 from spark-submit, and on a non-local master the project's packages are shipped to the executors.
 Progress of long jobs is logged from the driver (tasks done per stage) every few seconds.
 """
@@ -20,12 +22,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from traces import jvm
+
 log = logging.getLogger("traces")
 
 DEFAULT_MASTER = "local[*]"
 DEFAULT_DRIVER_MEMORY = "4g"
 PACKAGES = ("model", "traces", "fixtures")
-JAVA_OPTIONS: tuple[str, ...] = ()
 _HERE = Path(__file__).resolve().parent
 
 
@@ -63,10 +66,17 @@ def spark_session(master: str | None = None, *, app: str = "traces", driver_memo
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         "spark.python.worker.reuse": "true",
 
-        "spark.driver.extraJavaOptions": " ".join(
-            [f"-Dlog4j2.configurationFile=file:{_HERE / 'log4j2.properties'}", *JAVA_OPTIONS,
-             os.environ.get("TRACES_JAVA_OPTIONS", "")]).strip(),
+        # AQE may build a hash table instead of sorting both sides of a join when every
+        # partition is small (the per-program tables of a diff).
+        "spark.sql.adaptive.maxShuffledHashJoinLocalMapThreshold": "64MB",
     }
+    tuning = jvm.local_options() if local else jvm.Options(options=())
+
+    def java_options(tuned: bool) -> str:
+        return " ".join([f"-Dlog4j2.configurationFile=file:{_HERE / 'log4j2.properties'}",
+                         *(tuning.options if tuned else ()), os.environ.get("TRACES_JAVA_OPTIONS", "")]).strip()
+
+    settings["spark.driver.extraJavaOptions"] = java_options(True)
     if local:
         settings.update({
             "spark.driver.memory": driver_memory or DEFAULT_DRIVER_MEMORY,
@@ -79,7 +89,17 @@ def spark_session(master: str | None = None, *, app: str = "traces", driver_memo
     for key, value in settings.items():
         builder = builder.config(key, value)
     logging.getLogger("py4j").setLevel(logging.WARNING)
-    spark = builder.getOrCreate()
+    try:
+        spark = builder.getOrCreate()
+    except Exception as error:  # noqa: BLE001 - a JVM that does not start with the tuning starts without it
+        if not tuning.options:
+            raise
+        log.warning("spark: the JVM did not start with %s (%s); starting it without them",
+                    " ".join(tuning.options), str(error).strip().splitlines()[0] if str(error).strip() else error)
+        jvm.failed(tuning)
+        tuning = jvm.Options(options=())
+        spark = builder.config("spark.driver.extraJavaOptions", java_options(False)).getOrCreate()
+    jvm.started(tuning, spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
     spark.sparkContext.setLogLevel("ERROR")
     if not local and not spark.sparkContext.master.startswith("local"):
         ship_packages(spark)

@@ -1,0 +1,112 @@
+"""The JVM tuning of local sessions (traces/jvm.py): the class-data archive is only ever used once
+complete, one writer at a time, and a JVM that will not start with the tuning starts without it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from traces import jvm
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.delenv("TRACES_CDS", raising=False)
+    archive = jvm.archive_path()
+    assert archive is not None and archive.parent == tmp_path / "pulsar-ack-traces"
+    return archive
+
+
+def _option(options: jvm.Options, prefix: str) -> str | None:
+    return next((o.split("=", 1)[1] for o in options.options if o.startswith(prefix)), None)
+
+
+def test_first_start_writes_an_archive_of_its_own_and_reads_none(cache):
+    options = jvm.local_options()
+    writing = _option(options, "-XX:ArchiveClassesAtExit=")
+    assert writing is not None and Path(writing) == options.writing and writing.endswith(".writing")
+    assert Path(writing).parent == cache.parent and Path(writing) != cache
+    assert _option(options, "-XX:SharedArchiveFile=") is None
+    assert "-XX:TieredStopAtLevel=1" in options.options
+    assert jvm.local_options().writing != options.writing  # two writers never share a file
+
+
+def test_an_archive_whose_writer_runs_is_not_used_and_no_second_writer_starts(cache, monkeypatch):
+    options = jvm.local_options()
+    jvm.started(options, 4242)
+    options.writing.write_bytes(b"half an archive")
+    monkeypatch.setattr(jvm, "_alive", lambda pid: pid == 4242)
+    again = jvm.local_options()
+    assert _option(again, "-XX:SharedArchiveFile=") is None and again.writing is None
+    assert not cache.exists()
+
+
+def test_an_archive_is_put_in_place_once_its_writer_is_gone(cache, monkeypatch):
+    options = jvm.local_options()
+    jvm.started(options, 4242)
+    options.writing.write_bytes(b"a whole archive")
+    monkeypatch.setattr(jvm, "_alive", lambda pid: False)
+    again = jvm.local_options()
+    assert _option(again, "-XX:SharedArchiveFile=") == str(cache) and again.archive == cache
+    assert cache.read_bytes() == b"a whole archive"
+    assert not options.writing.exists() and list(cache.parent.glob("*.pid")) == []
+
+
+def test_a_writer_that_wrote_nothing_leaves_nothing(cache, monkeypatch):
+    options = jvm.local_options()
+    jvm.started(options, 4242)
+    monkeypatch.setattr(jvm, "_alive", lambda pid: False)
+    again = jvm.local_options()
+    assert not cache.exists() and again.writing is not None
+    assert not Path(str(options.writing) + ".pid").exists()
+
+
+def test_a_failed_start_drops_the_archive_it_read(cache):
+    cache.parent.mkdir(parents=True)
+    cache.write_bytes(b"corrupt")
+    options = jvm.local_options()
+    assert options.archive == cache
+    jvm.failed(options)
+    assert not cache.exists()
+
+
+def test_the_archive_can_be_turned_off(cache, monkeypatch):
+    monkeypatch.setenv("TRACES_CDS", "0")
+    options = jvm.local_options()
+    assert options.archive is None and options.writing is None
+    assert not any("Archive" in o for o in options.options)
+
+
+def test_only_a_running_jvm_counts_as_a_writer():
+    assert not jvm._alive(os.getpid())  # a Python process, not a JVM
+    assert not jvm._alive(2**22 + 12345)  # no such process
+
+
+@pytest.mark.spark
+def test_a_jvm_that_rejects_the_tuning_starts_without_it(tmp_path):
+    """In a fresh process: an option the JVM refuses, and an archive in place; the session starts
+    anyway, says so once, and the archive is gone."""
+    script = (
+        "import logging, sys\n"
+        "from traces import jvm, session\n"
+        "jvm.TUNING = ('-XX:TieredStopAtLevel=banana',)\n"
+        "archive = jvm.archive_path(); archive.parent.mkdir(parents=True); archive.write_bytes(b'x')\n"
+        "logging.basicConfig(level=logging.WARNING)\n"
+        "spark = session.spark_session('local[1]', driver_memory='512m')\n"
+        "assert spark.range(3).count() == 3\n"
+        "assert not archive.exists()\n"
+        "print('started')\n")
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
+    env.pop("TRACES_CDS", None)
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip().endswith("started")
+    assert done.stderr.count("did not start with") == 1

@@ -1,0 +1,154 @@
+"""JVM options for short local Spark jobs: the C1 compiler only, and a class-data archive.
+
+A short local job spends much of its CPU starting the JVM and compiling: C1 alone compiles
+quickly, and a dynamic class-data-sharing (CDS) archive of the classes Spark loads spares their
+loading and verification at every start. The archive lives in ~/.cache/pulsar-ack-traces (or
+$XDG_CACHE_HOME), one per Spark, Python and JVM build; TRACES_CDS=0 turns it off.
+
+The JVM writes an archive when it exits (`-XX:ArchiveClassesAtExit`), and a truncated archive
+crashes the JVM that maps it, so an archive is never used where it is written: each writer gets
+its own `*.writing` file and records its JVM's pid next to it; a later start renames the file into
+place (atomically) once that JVM is gone. One writer at a time: while a writing JVM is alive,
+other starts neither write nor wait. If a JVM does not start with these options (an archive that
+is corrupt anyway, a JVM that rejects an option), the session starts again without them and the
+archive is removed (see traces.session), so a tuning problem costs one failed start, never a job.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import shutil
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+log = logging.getLogger("traces")
+
+TUNING: tuple[str, ...] = ("-XX:TieredStopAtLevel=1",)
+# Where a crashing JVM writes its report (not the working directory).
+ERROR_FILE = f"-XX:ErrorFile={Path(tempfile.gettempdir()) / 'traces-hs_err_%p.log'}"
+QUIET_CDS = ("-Xlog:cds=off", "-Xlog:cds+dynamic=off")
+STALE_WRITING_S = 24 * 3600  # a *.writing file this old whose writer was never recorded is dropped
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Options:
+    options: tuple[str, ...]
+    archive: Path | None = None  # the archive these options read (removed if the JVM fails to start)
+    writing: Path | None = None  # the archive these options write at exit (its writer's pid goes next to it)
+
+
+def _java() -> str:
+    home = os.environ.get("JAVA_HOME")
+    java = str(Path(home) / "bin" / "java") if home else shutil.which("java") or "java"
+    return os.path.realpath(java)
+
+
+def archive_path() -> Path | None:
+    """The archive for this Spark, Python and JVM build (None: turned off with TRACES_CDS=0)."""
+    if os.environ.get("TRACES_CDS", "1") == "0":
+        return None
+    import pyspark
+
+    java = _java()
+    jvm = Path(java).parent.parent / "lib" / "server" / "libjvm.so"
+    try:
+        stat = jvm.stat()
+        build = f"{stat.st_size}-{stat.st_mtime_ns}"
+    except OSError:
+        build = "?"
+    tag = hashlib.sha1(f"{pyspark.__version__}|{java}|{build}|{sys.version}".encode()).hexdigest()[:12]
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "pulsar-ack-traces"
+    return cache / f"spark-{pyspark.__version__}-{tag}.jsa"
+
+
+def _alive(pid: int) -> bool:
+    """Whether `pid` is a running JVM (a reused pid of another program is not)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    try:
+        return b"java" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return True  # no /proc: assume it is
+
+
+def _pid_file(writing: Path) -> Path:
+    return writing.with_name(writing.name + ".pid")
+
+
+def _writer_pid(writing: Path) -> int | None:
+    try:
+        return int(_pid_file(writing).read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def settle(archive: Path) -> bool:
+    """Put a finished archive in place and drop abandoned ones; True while a writer's JVM runs."""
+    busy = False
+    for pid_file in sorted(archive.parent.glob(f"{archive.stem}.*.writing.pid")):
+        writing = pid_file.with_suffix("")
+        pid = _writer_pid(writing)
+        if pid is not None and _alive(pid):
+            busy = True  # it writes when it exits
+            continue
+        if writing.exists():
+            try:
+                os.replace(writing, archive)  # complete: its JVM has exited
+                log.info("spark: class-data archive ready (%s)", archive)
+            except FileNotFoundError:
+                pass  # another start put it in place first
+        pid_file.unlink(missing_ok=True)
+    for writing in archive.parent.glob(f"{archive.stem}.*.writing"):
+        try:
+            if not _pid_file(writing).exists() and time.time() - writing.stat().st_mtime > STALE_WRITING_S:
+                writing.unlink()  # its writer was never recorded
+        except OSError:
+            continue
+    return busy
+
+
+def local_options() -> Options:
+    """The tuning options for a local session, reading or writing the archive as it stands."""
+    archive = archive_path()
+    if archive is None:
+        return Options(options=(*TUNING, ERROR_FILE))
+    try:
+        archive.parent.mkdir(parents=True, exist_ok=True)
+        busy = settle(archive)
+    except OSError as error:  # a read-only or unusable cache: no archive
+        log.info("spark: no class-data archive (%s)", error)
+        return Options(options=(*TUNING, ERROR_FILE))
+    if archive.exists():
+        return Options(options=(*TUNING, ERROR_FILE, f"-XX:SharedArchiveFile={archive}", *QUIET_CDS),
+                       archive=archive)
+    if busy:
+        return Options(options=(*TUNING, ERROR_FILE))
+    writing = archive.with_name(f"{archive.stem}.{uuid.uuid4().hex[:12]}.writing")
+    log.info("spark: this run also writes a class-data archive for faster start-ups (%s)", archive)
+    return Options(options=(*TUNING, ERROR_FILE, f"-XX:ArchiveClassesAtExit={writing}", *QUIET_CDS),
+                   writing=writing)
+
+
+def started(options: Options, jvm_pid: int) -> None:
+    """Record the pid of the JVM that writes `options.writing` at its exit."""
+    if options.writing is not None:
+        try:
+            _pid_file(options.writing).write_text(f"{jvm_pid}\n")
+        except OSError as error:
+            log.info("spark: cannot record the archive writer (%s)", error)
+
+
+def failed(options: Options) -> None:
+    """The JVM did not start with these options: drop the archive it read."""
+    if options.archive is not None:
+        options.archive.unlink(missing_ok=True)

@@ -35,9 +35,10 @@ PROGRAMS = "programs"
 MANIFEST = "corpus.json"
 FORMAT = "pulsar-ack-traces/1"
 HISTORY_SUFFIXES = (".jsonl", ".ndjson", ".json")
-# The events' layout is designed for diffing: each file is sorted by (program, step) and written in
-# small pages with a page index, so a scan filtered on a few program ids reads only their pages.
-PAGE_ROWS = 2000
+# The events' layout is designed for diffing: each file holds a range of program ids sorted by
+# (program, step), written in small pages with a page index, so a scan filtered on a few program
+# ids reads only their pages.
+PAGE_ROWS = 1000
 ROW_GROUP_BYTES = 32 << 20
 EVENTS_PER_FILE = 4_000_000
 WRITE_OPTIONS = {"parquet.page.row.count.limit": str(PAGE_ROWS), "parquet.block.size": str(ROW_GROUP_BYTES),
@@ -55,14 +56,19 @@ class Corpus:
         return self.programs if self.programs is not None else program_table(self.events)
 
 
-def write_events(events: DataFrame, path: str | os.PathLike, *, expected_events: int, specs: dict[str, str]) -> None:
-    """Write events partitioned by spec: about EVENTS_PER_FILE per file, each sorted by program and
-    step. The spec's JSON (`specs`: spec_id -> JSON) is dropped before the shuffle and put back after."""
-    per_spec = max(1, round(expected_events / max(len(specs), 1) / EVENTS_PER_FILE))
-    bucket = F.pmod(F.xxhash64("program_id"), F.lit(per_spec))
+def write_events(events: DataFrame, path: str | os.PathLike, *, expected_events: int, specs: dict[str, str],
+                 in_order: bool = False) -> None:
+    """Write events partitioned by spec, each file sorted by program and step and holding its own
+    range of program ids (about EVENTS_PER_FILE events), so that a scan filtered on a few program
+    ids finds each in one page of one file. `in_order`: each input partition already holds a
+    contiguous range of one spec's programs (generate's tasks): written as it comes, without a
+    shuffle. The spec's JSON (`specs`: spec_id -> JSON) is dropped before a shuffle and put back after."""
     texts = F.create_map(*[F.lit(v) for pair in sorted(specs.items()) for v in pair])
-    (events.drop("spec").repartition(max(1, len(specs) * per_spec), s.PARTITION, bucket)
-     .sortWithinPartitions(s.PARTITION, "program_id", "step")
+    events = events.drop("spec")
+    if not in_order:
+        per_spec = max(1, round(expected_events / max(len(specs), 1) / EVENTS_PER_FILE))
+        events = events.repartitionByRange(max(1, len(specs) * per_spec), s.PARTITION, "program_id")
+    (events.sortWithinPartitions(s.PARTITION, "program_id", "step")
      .select(*[F.element_at(texts, F.col(s.PARTITION)).alias("spec") if f == "spec" else F.col(f) for f in s.FIELDS])
      .write.options(**WRITE_OPTIONS).partitionBy(s.PARTITION).parquet(str(path)))
 

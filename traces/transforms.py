@@ -86,6 +86,11 @@ def pair_programs(expected: DataFrame, observed: DataFrame) -> DataFrame:
                 expected=expected, observed=observed)
 
 
+def programs_per_spec(programs: DataFrame) -> DataFrame:
+    """(spec_id, programs): how many programs a per-program table holds per spec."""
+    return _sql(programs, "SELECT spec_id, count(1) AS programs FROM {programs} GROUP BY spec_id", programs=programs)
+
+
 def programs_of(frame: DataFrame, programs: DataFrame, *, broadcast: bool) -> DataFrame:
     """The rows (events, aligned steps) of the given programs only: a semi join on the program
     key; the columns are the input's."""
@@ -100,20 +105,35 @@ def _sql_string(text: str) -> str:
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-def key_filter_sql(keys: list[tuple[str, str]]) -> str:
-    """The given programs' events, and maybe a few more: `spec_id IN` prunes partitions and
-    `program_id IN` is one hash lookup per event. A program of another spec that shares an id
-    with a listed one may pass too: semi join the (small) result on the exact keys. (A pair test
-    `(spec_id, program_id) IN` here would be exact but builds a struct per event: twice slower.)"""
-    if not keys:
-        return "false"
-    specs = ", ".join(_sql_string(v) for v in sorted({k for k, _ in keys}))
-    programs = ", ".join(_sql_string(v) for v in sorted({p for _, p in keys}))
-    return f"spec_id IN ({specs}) AND program_id IN ({programs})"
+def _balanced_or(terms: list[str]) -> str:
+    """`t1 OR t2 OR ...` as a balanced tree (depth log2 n): Parquet receives the pushed-down filter
+    with the same shape, and a chain of thousands of ORs overflows the stack where it is serialized."""
+    if len(terms) == 1:
+        return terms[0]
+    middle = len(terms) // 2
+    return f"({_balanced_or(terms[:middle])} OR {_balanced_or(terms[middle:])})"
 
 
-def narrowed(events: DataFrame, condition_sql: str) -> DataFrame:
-    return _sql(events, f"SELECT {_list(FIELDS)} FROM {{events}} WHERE {condition_sql}", events=events)
+def programs_listed(events: DataFrame, keys: list[tuple[str, str]]) -> DataFrame:
+    """The events of exactly the given (spec_id, program_id) programs: one scan per spec, filtered
+    on `spec_id = ...` (which prunes the other specs' directories) and on the listed program ids.
+    The ids are given twice: `program_id IN (...)` is what Spark evaluates per event (one hash
+    lookup), and an OR of one equality per id is what Parquet receives (Spark hands an IN of more
+    than a few values to Parquet as its min..max range, which prunes nothing); with files sorted
+    by program, Parquet then reads only the pages that may hold a listed program. The columns are
+    FIELDS."""
+    by_spec: dict[str, set[str]] = {}
+    for spec, program in keys:
+        by_spec.setdefault(spec, set()).add(program)
+    if not by_spec:
+        return _sql(events, f"SELECT {_list(FIELDS)} FROM {{events}} WHERE false", events=events)
+    scans = []
+    for spec, programs in sorted(by_spec.items()):
+        values = [_sql_string(p) for p in sorted(programs)]
+        scans.append(f"SELECT {_list(FIELDS)} FROM {{events}} WHERE spec_id = {_sql_string(spec)} "
+                     f"AND program_id IN ({', '.join(values)}) "
+                     f"AND {_balanced_or([f'program_id = {v}' for v in values])}")
+    return _sql(events, " UNION ALL ".join(scans), events=events)
 
 
 def align(expected: DataFrame, observed: DataFrame) -> DataFrame:

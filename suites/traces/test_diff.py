@@ -178,3 +178,78 @@ def test_a_same_named_program_of_another_spec_is_not_a_divergence(spark, tmp_pat
     summary = diff.run(spark, expected, observed, tmp_path / "out")
     assert summary["programs"] == {"same": 0, "differs": 1, "only_expected": 1, "only_observed": 0}
     assert [s["spec_id"] for s in summary["signatures"]] == [changed[0].spec_id]
+
+
+def _scanned_rows(frame) -> int:
+    """Rows the Parquet scans of an executed frame handed to Spark (after page skipping)."""
+    def walk(plan) -> int:
+        metrics = plan.metrics()
+        own = metrics.apply("numOutputRows").value() if plan.nodeName().startswith("Scan parquet") else 0
+        children = plan.children().iterator()
+        total = own
+        while children.hasNext():
+            total += walk(children.next())
+        return total
+
+    return walk(frame._jdf.queryExecution().executedPlan())
+
+
+def _many_events() -> list:
+    """400 small programs (10 events) in each of two specs, the same ids in both."""
+    return [e for spec in (SHARED, EXCLUSIVE) for i in range(400) for e in _program(spec, i, f"m{i:04d}")[:10]]
+
+
+@pytest.fixture(scope="module")
+def many(spark, tmp_path_factory):
+    """One file per spec, four pages of 1000 events each."""
+    events = _many_events()
+    return write_corpus(spark, tmp_path_factory.mktemp("many") / "corpus", events), events
+
+
+def test_listed_programs_are_exactly_their_events_and_skip_the_other_pages(spark, many):
+    from traces import corpus as c
+
+    path, events = many
+    corpus = c.open_corpus(spark, path)
+    # Two programs, and ten absent ones (more than Spark hands to Parquet one by one).
+    keys = [(events[0].spec_id, p) for p in ("m0007", "m0301", *(f"m0007{x}" for x in "abcdefghij"))]
+    listed = t.programs_listed(corpus.events, keys)
+    got = sorted((r.spec_id, r.program_id, r.step) for r in listed.collect())
+    assert got == sorted((e.spec_id, e.program_id, e.step) for e in events if (e.spec_id, e.program_id) in keys)
+    assert listed.columns == list(t.FIELDS)
+    # Pages of 1000 events: two programs of 10 events are found in at most two pages, not in all
+    # 4000 events of their spec's file.
+    assert 0 < _scanned_rows(listed) <= 2 * c.PAGE_ROWS < len(events) // 2
+
+
+def test_thousands_of_listed_programs_are_one_query(spark, many):
+    """The pushed-down filter is a balanced tree: thousands of ids (most of them absent) do not
+    overflow the stack where Spark hands it to Parquet."""
+    from traces import corpus as c
+
+    path, events = many
+    spec = events[0].spec_id
+    keys = [(spec, f"m{i:04d}") for i in range(0, 5000, 2)]
+    listed = t.programs_listed(c.open_corpus(spark, path).events, keys)
+    assert listed.count() == sum(1 for e in events if e.spec_id == spec and int(e.program_id[1:]) % 2 == 0)
+    assert t.programs_listed(c.open_corpus(spark, path).events, []).count() == 0
+
+
+def test_files_hold_disjoint_ranges_of_programs_in_order(spark, tmp_path):
+    import pyarrow.parquet as pq
+
+    from traces import corpus as c
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(c, "EVENTS_PER_FILE", 1000)  # four files per spec
+        path = write_corpus(spark, tmp_path / "corpus", _many_events())
+    for spec_dir in (path / "events").glob("spec_id=*"):
+        ranges = []
+        for file in sorted(spec_dir.glob("*.parquet")):
+            table = pq.read_table(file, columns=["program_id", "step"])
+            pairs = list(zip(table.column("program_id").to_pylist(), table.column("step").to_pylist()))
+            assert pairs == sorted(pairs)
+            ranges.append((pairs[0][0], pairs[-1][0]))
+        ranges.sort()
+        assert len(ranges) > 2
+        assert all(a[1] < b[0] for a, b in zip(ranges, ranges[1:]))

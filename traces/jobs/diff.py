@@ -7,9 +7,10 @@ signatures; Parquet tables, summary.json and a self-contained HTML report.
     <out>/summary.json              counts per status, per spec, the signatures
     <out>/report.html               charts (inline SVG) and the representative programs
 
-Plan: join the two per-program tables (length, fingerprint); only programs whose fingerprints
-differ are read from the events, and when they are few they are named in the scans' filter, so
-Parquet skips every page that cannot hold them; they are aligned step by step. Programs present
+Plan: join the two per-program tables (length, fingerprint) and keep the programs that are not
+the same; only programs whose fingerprints differ are read from the events, and when they are few
+they are named in per-spec scans' filters, so Parquet skips every page that cannot hold them
+(the corpus files are sorted by program); they are aligned step by step. Programs present
 on one side only are counted, not aligned. The small results (signatures, representatives) are
 collected and written from the driver; the divergences, which can be many, by Spark.
 """
@@ -57,16 +58,26 @@ def _describe_spec(text: str | None, key: str) -> str:
         return key
 
 
-def _aligned_divergent(a: c.Corpus, b: c.Corpus, paired: DataFrame, differs: int) -> DataFrame:
-    differing = paired.where("status = 'differs'")
+def _aligned_divergent(a: c.Corpus, b: c.Corpus, unequal: DataFrame, differs: int) -> DataFrame:
+    differing = unequal.where("status = 'differs'")
     if differs <= KEY_LIST_PROGRAMS:
-        condition = t.key_filter_sql([tuple(r) for r in differing.select(*t.KEY).collect()])
-        # Named in the scans' filter: partitions are pruned and one hash lookup per event drops
-        # the rest; the semi join on the aligned (small) result makes it exact.
-        aligned = t.align(*(t.narrowed(side.events, condition) for side in (a, b)))
-        return t.programs_of(aligned, differing, broadcast=True)
+        # A bounded list (at most KEY_LIST_PROGRAMS keys, not the corpus) comes to the driver and
+        # is named in the scans' filters: other specs are pruned, and so are the Parquet pages
+        # that hold none of the listed programs.
+        keys = [(r.spec_id, r.program_id) for r in differing.select(*t.KEY).collect()]
+        return t.align(*(t.programs_listed(side.events, keys) for side in (a, b)))
     sides = [t.programs_of(side.events, differing, broadcast=differs <= BROADCAST_PROGRAMS) for side in (a, b)]
     return t.align(*sides)
+
+
+def _per_spec(unequal: DataFrame, expected_programs: DataFrame) -> list[dict]:
+    """Status counts per spec: the unequal programs are counted; the same ones are the expected
+    side's programs that are neither differing nor missing on the observed side."""
+    rows = {r.spec_id: r.asDict() for r in t.status_per_spec(unequal).collect()}
+    for r in t.programs_per_spec(expected_programs).collect():
+        row = rows.setdefault(r.spec_id, {"spec_id": r.spec_id, **{status: 0 for status in t.STATUSES}})
+        row["same"] = r.programs - row["differs"] - row["only_expected"]
+    return sorted(rows.values(), key=lambda r: r["spec_id"])
 
 
 def run(spark: SparkSession, expected: str | Path, observed: str | Path, out: str | Path, *,
@@ -82,15 +93,15 @@ def run(spark: SparkSession, expected: str | Path, observed: str | Path, out: st
                         side.path)
     with c.staged_output(target, overwrite=overwrite, inputs=(a.path, b.path)) as staging:
         with progress(spark, "diff: programs"):
-            # Materialized once (a local checkpoint, not a cache: the SQL transforms refer to their
-            # inputs through views, which a cached plan would not match).
-            paired = t.pair_programs(a.program_table(), b.program_table()).localCheckpoint()
-            per_spec = [r.asDict() for r in t.status_per_spec(paired).collect()]
-        per_spec.sort(key=lambda r: r["spec_id"])
+            # Only the programs that are not the same are kept, materialized once (a local
+            # checkpoint, not a cache: the SQL transforms refer to their inputs through views,
+            # which a cached plan would not match); usually a small part of the corpus.
+            unequal = t.pair_programs(a.program_table(), b.program_table()).where("status <> 'same'").localCheckpoint()
+            per_spec = _per_spec(unequal, a.program_table())
         totals = {status: sum(r[status] for r in per_spec) for status in t.STATUSES}
         log.info("diff: programs %s", ", ".join(f"{k} {v}" for k, v in totals.items()))
         with progress(spark, "diff: first divergences"):
-            aligned = _aligned_divergent(a, b, paired, totals["differs"]).localCheckpoint()
+            aligned = _aligned_divergent(a, b, unequal, totals["differs"]).localCheckpoint()
             divergences = t.first_divergences(aligned)
             divergences.coalesce(max(1, totals["differs"] // 2_000_000 + 1)).write.parquet(str(staging / "divergences"))
         with progress(spark, "diff: signatures"):

@@ -31,14 +31,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from model import ops as o
-from model.history import FIELDS, Event, event_of, from_json_line, op_of, spec_of, to_json_line
+from model.history import FIELDS, Event, event_fields, event_of, from_json_line, op_of, spec_of, to_json_line
 from model.simulate import run_random_program
 from traces.schema import EVENT_ARROW, EVENT_FILE_ARROW, PARTITION
 from traces.targets import TargetSpec
 
 log = logging.getLogger("traces.run")
 BATCH_ROWS = 32_768
-PAGE_ROWS = 2000  # as traces.corpus.PAGE_ROWS: small pages with an index, for diffs that read few programs
+PAGE_ROWS = 1000  # as traces.corpus.PAGE_ROWS: small pages with an index, for diffs that read few programs
 _ROW = operator.attrgetter(*FIELDS)
 _PER_PROGRAM = ("program_id", "spec_id", "spec")
 
@@ -94,30 +94,34 @@ class GenerationPlan:
         return spec_index, start, min(start + self.chunk, self.programs)
 
 
+def _batch_of_fields(rows: list[dict], schema: pa.Schema) -> pa.RecordBatch:
+    """`model.history.event_fields` dicts as one batch, column by column (an absent field is null)."""
+    return pa.RecordBatch.from_arrays([pa.array([row.get(name) for row in rows], type=field.type)
+                                       for name, field in zip(schema.names, schema)], schema=schema)
+
+
 def generate_batches(plan: GenerationPlan, tasks: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """mapInArrow body: task numbers in, event batches out."""
+    """mapInArrow body: task numbers in, event batches out (in program and step order)."""
     width = id_width(plan.programs)
     for task_batch in tasks:
         for number in task_batch.column(0).to_pylist():
             spec_index, start, stop = plan.task(number)
             key, text = plan.specs[spec_index]
             spec = spec_of(text)
-            events: list[Event] = []
-            repeated: list[tuple[int, tuple[str, str, str]]] = []
+            rows: list[dict] = []
             for i in range(start, stop):
                 pid = program_id(i, width)
                 try:
                     trace = run_random_program(spec, program_seed(plan.seed, i), plan.steps)
                 except AssertionError:
                     continue  # the model rejected its own answer: listed by the job, not written
-                events.extend(event_of(pid, spec, step, op, completion, spec_text=text, spec_key=key)
-                              for step, (op, completion) in enumerate(trace))
-                repeated.append((len(trace), (pid, key, text)))
-                if len(events) >= BATCH_ROWS:
-                    yield _batch(events, repeated, EVENT_ARROW)
-                    events, repeated = [], []
-            if events:
-                yield _batch(events, repeated, EVENT_ARROW)
+                rows.extend(event_fields(pid, spec, step, op, completion, spec_text=text, spec_key=key)
+                            for step, (op, completion) in enumerate(trace))
+                if len(rows) >= BATCH_ROWS:
+                    yield _batch_of_fields(rows, EVENT_ARROW)
+                    rows = []
+            if rows:
+                yield _batch_of_fields(rows, EVENT_ARROW)
 
 
 # -- record -------------------------------------------------------------------------------------

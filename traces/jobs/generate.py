@@ -25,7 +25,7 @@ from traces.session import progress
 from traces.transforms import KEY, program_table, with_seeds
 
 log = logging.getLogger("traces")
-EVENTS_PER_TASK = 100_000
+EVENTS_PER_TASK = 250_000
 SHOWN_REJECTIONS = 50
 
 
@@ -79,7 +79,7 @@ def run(spark: SparkSession, out: str | Path, *, specs: list[Spec], programs: in
         events = tasks.mapInArrow(partial(generate_batches, plan), EVENT_SCHEMA)
         with progress(spark, "generate"):
             c.write_events(events, staging / c.EVENTS, expected_events=len(specs) * programs * steps,
-                           specs=dict(plan.specs))
+                           specs=dict(plan.specs), in_order=True)
         generated = time.monotonic()
         written = spark.read.schema(EVENT_SCHEMA).parquet(str(staging / c.EVENTS))
         seeds = seed_table(spark, plan)

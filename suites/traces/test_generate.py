@@ -86,3 +86,20 @@ def test_matrix_is_the_product_of_its_axes():
 def test_matrix_errors_say_what_is_wrong(option, message):
     with pytest.raises(MatrixError, match=message):
         parse_matrix([option])
+
+
+def test_each_file_holds_one_range_of_programs_in_order(corpora):
+    """Written as the tasks made them (no shuffle): every file is one spec's programs, sorted by
+    program and step, and no two files of a spec share a program."""
+    import pyarrow.parquet as pq
+
+    base, _ = corpora
+    for spec_dir in (base / "first" / c.EVENTS).glob(f"{c.s.PARTITION}=*"):
+        ranges = []
+        for file in sorted(spec_dir.glob("*.parquet")):
+            table = pq.read_table(file, columns=["program_id", "step"])
+            pairs = list(zip(table.column("program_id").to_pylist(), table.column("step").to_pylist()))
+            assert pairs == sorted(pairs)
+            ranges.append((pairs[0][0], pairs[-1][0]))
+        ranges.sort()
+        assert all(a[1] < b[0] for a, b in zip(ranges, ranges[1:]))

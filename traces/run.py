@@ -38,7 +38,7 @@ from traces.targets import TargetSpec
 
 log = logging.getLogger("traces.run")
 BATCH_ROWS = 32_768
-PAGE_ROWS = 1000  # as traces.corpus.PAGE_ROWS: small pages with an index, for diffs that read few programs
+PAGE_ROWS = 4000  # as traces.corpus.PAGE_ROWS: small pages with an index, for diffs that read few programs
 _ROW = operator.attrgetter(*FIELDS)
 _PER_PROGRAM = ("program_id", "spec_id", "spec")
 
@@ -94,14 +94,18 @@ class GenerationPlan:
         return spec_index, start, min(start + self.chunk, self.programs)
 
 
-def _batch_of_fields(rows: list[dict], schema: pa.Schema) -> pa.RecordBatch:
-    """`model.history.event_fields` dicts as one batch, column by column (an absent field is null)."""
-    return pa.RecordBatch.from_arrays([pa.array([row.get(name) for row in rows], type=field.type)
+def _batch_of_fields(rows: list[dict], schema: pa.Schema, *, blank: tuple[str, ...] = ()) -> pa.RecordBatch:
+    """`model.history.event_fields` dicts as one batch, column by column (an absent field is null;
+    so are the `blank` columns)."""
+    return pa.RecordBatch.from_arrays([pa.nulls(len(rows), field.type) if name in blank else
+                                       pa.array([row.get(name) for row in rows], type=field.type)
                                        for name, field in zip(schema.names, schema)], schema=schema)
 
 
 def generate_batches(plan: GenerationPlan, tasks: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """mapInArrow body: task numbers in, event batches out (in program and step order)."""
+    """mapInArrow body: task numbers in, event batches out (in program and step order). The spec's
+    JSON is left null (hundreds of bytes an event to carry to the JVM): the job writes it from
+    the plan (traces.corpus.write_events)."""
     width = id_width(plan.programs)
     for task_batch in tasks:
         for number in task_batch.column(0).to_pylist():
@@ -118,10 +122,10 @@ def generate_batches(plan: GenerationPlan, tasks: Iterator[pa.RecordBatch]) -> I
                 rows.extend(event_fields(pid, spec, step, op, completion, spec_text=text, spec_key=key)
                             for step, (op, completion) in enumerate(trace))
                 if len(rows) >= BATCH_ROWS:
-                    yield _batch_of_fields(rows, EVENT_ARROW)
+                    yield _batch_of_fields(rows, EVENT_ARROW, blank=("spec",))
                     rows = []
             if rows:
-                yield _batch_of_fields(rows, EVENT_ARROW)
+                yield _batch_of_fields(rows, EVENT_ARROW, blank=("spec",))
 
 
 # -- record -------------------------------------------------------------------------------------

@@ -202,8 +202,13 @@ def _many_events() -> list:
 @pytest.fixture(scope="module")
 def many(spark, tmp_path_factory):
     """One file per spec, four pages of 1000 events each."""
+    from traces import corpus as c
+
     events = _many_events()
-    return write_corpus(spark, tmp_path_factory.mktemp("many") / "corpus", events), events
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(c, "PAGE_ROWS", 1000)
+        patch.setitem(c.WRITE_OPTIONS, "parquet.page.row.count.limit", "1000")
+        return write_corpus(spark, tmp_path_factory.mktemp("many") / "corpus", events), events
 
 
 def test_listed_programs_are_exactly_their_events_and_skip_the_other_pages(spark, many):
@@ -219,7 +224,7 @@ def test_listed_programs_are_exactly_their_events_and_skip_the_other_pages(spark
     assert listed.columns == list(t.FIELDS)
     # Pages of 1000 events: two programs of 10 events are found in at most two pages, not in all
     # 4000 events of their spec's file.
-    assert 0 < _scanned_rows(listed) <= 2 * c.PAGE_ROWS < len(events) // 2
+    assert 0 < _scanned_rows(listed) <= 2 * 1000 < len(events) // 2
 
 
 def test_thousands_of_listed_programs_are_one_query(spark, many):

@@ -249,13 +249,13 @@ def profile_model(programs: int = 300) -> str:
 def measure_generation(work: Path, events: int) -> dict:
     out = work / "generated"
     programs = max(1, events // (4 * STEPS))
-    wall, peak, _, done = measured([PYTHON, "-m", "traces", "generate", "--out", str(out), "--programs", str(programs),
-                                 "--steps", str(STEPS), "--overwrite"], cwd=ROOT)
+    wall, peak, cpu, done = measured([PYTHON, "-m", "traces", "generate", "--out", str(out), "--programs",
+                                      str(programs), "--steps", str(STEPS), "--overwrite"], cwd=ROOT)
     if done.returncode:
         raise RuntimeError(done.stderr)
     manifest = json.loads((out / "corpus.json").read_text())
     return {"events": manifest["events"], "wall": wall, "generation_seconds": manifest["generation_seconds"],
-            "peak": peak}
+            "peak": peak, "cpu": cpu}
 
 
 # -- main -----------------------------------------------------------------------------------------
@@ -342,7 +342,7 @@ def main() -> None:
         print(f"\nGeneration through the model ({generated['events']:,} events, 4 specs, {STEPS} steps): "
               f"{generated['events'] / generated['generation_seconds'] * 60:,.0f} events/min in the write stage, "
               f"{generated['events'] / generated['wall'] * 60:,.0f} events/min wall (session start included), "
-              f"peak RSS {generated['peak'] / 2**30:.2f} GiB")
+              f"{generated['cpu']:.0f} CPU s, peak RSS {generated['peak'] / 2**30:.2f} GiB ({_load()})")
         print(profile_model())
 
 

@@ -38,8 +38,10 @@ HISTORY_SUFFIXES = (".jsonl", ".ndjson", ".json")
 # The events' layout is designed for diffing: each file holds a range of program ids sorted by
 # (program, step), written in pages with a page index, so a scan filtered on a few program ids
 # reads only their pages. The page size balances what a diff of N programs costs: Parquet checks
-# each listed id against the page index at a cost that grows with the number of pages (measured
-# on 50M events: about 1 us per id and page), and decodes a whole page for each id.
+# each listed id against the page index at a cost that grows with the number of pages (about
+# 1 us per id and page), and decodes a whole page for each id. Measured on 50M events and 1077
+# differing programs: the scans of the listed programs take about 40% less time with pages of
+# 4000 events than with 1000, the whole diff about the same.
 PAGE_ROWS = 4000
 ROW_GROUP_BYTES = 32 << 20
 EVENTS_PER_FILE = 4_000_000

@@ -109,6 +109,13 @@ def build_template(path: Path) -> None:
     pq.write_table(events_table(events), path)
 
 
+def _layout() -> str:
+    """What the corpora's file layout depends on (traces.corpus.write_events)."""
+    from traces import corpus as c
+
+    return f"program ranges, {c.PAGE_ROWS} events a page, {c.EVENTS_PER_FILE} a file"
+
+
 def build_corpora(spark, template: Path, work: Path, events: int) -> tuple[Path, Path, int]:
     """Expected and observed corpora of about `events` events; returns their paths and the number
     of programs made divergent."""
@@ -120,8 +127,11 @@ def build_corpora(spark, template: Path, work: Path, events: int) -> tuple[Path,
 
     expected, observed = work / "expected", work / "observed"
     truth_file = work / "truth.json"
+    layout = _layout()
     if truth_file.exists() and (expected / c.MANIFEST).exists() and (observed / c.MANIFEST).exists():
-        return expected, observed, json.loads(truth_file.read_text())["divergent"]
+        truth = json.loads(truth_file.read_text())
+        if truth.get("layout") == layout:  # corpora written by an older layout are built again
+            return expected, observed, truth["divergent"]
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     base = spark.read.parquet(str(template)).select(*FIELDS).cache()
@@ -161,7 +171,7 @@ def build_corpora(spark, template: Path, work: Path, events: int) -> tuple[Path,
         c.write_json(path / c.MANIFEST, {"format": c.FORMAT, "kind": "synthetic", "events": written.count(),
                                          "specs": specs})
     truth = tiled.where(divergent).select(PARTITION, "program_id").distinct().count()
-    truth_file.write_text(json.dumps({"divergent": truth}))
+    truth_file.write_text(json.dumps({"divergent": truth, "layout": layout}))
     base.unpersist()
     return expected, observed, truth
 

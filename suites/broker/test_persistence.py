@@ -61,6 +61,7 @@ def test_acks_survive_a_topic_unload(pulsar_broker, pulsar_client, names):
         before.mark_delete_position, before.individually_deleted)
 
 
+@pytest.mark.restarts_broker
 def test_acks_survive_a_graceful_restart(pulsar_broker, pulsar_client, names):
     broker = pulsar_broker.require_control()
     topic = names.topic()
@@ -72,6 +73,7 @@ def test_acks_survive_a_graceful_restart(pulsar_broker, pulsar_client, names):
     assert _redelivered(pulsar_client, topic) == [n for n in sorted(positions) if n not in acked]
 
 
+@pytest.mark.restarts_broker
 def test_a_crash_brings_the_cursor_back_to_an_earlier_state_and_redelivers_what_it_lost(
         pulsar_broker, pulsar_client, names, record_property):
     broker = pulsar_broker.require_control()

@@ -69,8 +69,9 @@ def check_nothing_lost(verdict: Verdict) -> Verdict:
     owed_per_state = []
     for state in verdict.states:
         dispatching = state.connected() and state.now >= state.paused_until
-        owed = [m.id for m in state.messages if m.status is Status.AVAILABLE
-                and not _key_may_be_draining(state, m.key) and not _skipped(state, m.skipped_by)] if dispatching else []
+        owed = ([m.id for m in state.messages if m.status is Status.AVAILABLE
+                and not m.stalled and not _key_may_be_draining(state, m.key) and not _skipped(state, m.skipped_by)]
+                if dispatching else [])
         if not owed:
             return verdict
         owed_per_state.append(owed)

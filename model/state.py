@@ -78,6 +78,9 @@ class Message:
     # The consumer whose seek targeted this message (or a later index of its batch): that
     # consumer's client skips it, so it is not owed while that consumer is connected.
     skipped_by: str | None = None
+    # Failover: unacknowledged when the active consumer changed again within the failover delay;
+    # the broker may not redeliver it until the next rewind (KNOWN_DIVERGENCES.md 11).
+    stalled: bool = False
 
     def with_(self, **changes: object) -> Message:
         return _with_message(self, changes)

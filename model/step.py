@@ -152,10 +152,19 @@ def _failover_may_switch(state: State) -> State:
     active consumer, while the old one still has its receiver queue."""
     if state.spec.subscription_type is not SubscriptionType.FAILOVER:
         return state
-    changed = {m.id: m.with_(spare=m.spare + 1, fresh=False) for m in state.messages
-               if m.status is not Status.ACKED or not m.ack_confirmed}
+    # Found on the broker: a second change while the first one's delay runs can leave what was
+    # unacknowledged undelivered (seen for more than two seconds after the pause) while messages
+    # sent later flow: it is not owed until something rewinds the subscription again.
+    again = state.paused_until > state.now
+    changed = {m.id: m.with_(spare=m.spare + 1, fresh=False, stalled=m.stalled or (again and m.status is not Status.ACKED))
+               for m in state.messages if m.status is not Status.ACKED or not m.ack_confirmed}
     return replace_messages(state, changed).with_(cursor=cur.rewind(state.cursor),
                                                   paused_until=state.now + state.spec.failover_delay_ms)
+
+
+def _unstall(state: State) -> State:
+    """The subscription is rewound: what a Failover switch left stalled is owed again."""
+    return replace_messages(state, {m.id: m.with_(stalled=False) for m in state.messages if m.stalled})
 
 
 def _pause_if_failover_switch(state: State, *, becomes_active: bool) -> State:
@@ -191,7 +200,7 @@ def _step_receive(state: State, op: o.Receive, completion: o.Completion) -> Resu
         # A delivery uses up the open redelivery window first, else one spare delivery.
         spare = message.spare if window_open or message.status is Status.AVAILABLE else max(message.spare - 1, 0)
         delivered = message.with_(status=Status.HELD, holder=op.consumer, delivered=True, spare=spare,
-                                  back_from=None, back_by=None, skipped_by=None)
+                                  back_from=None, back_by=None, skipped_by=None, stalled=False)
     # A spare copy still to come was dispatched again by a later request: it may carry a higher
     # count; or it is an older copy still queued (found on the broker: c1 got m0.0 with count 2,
     # then c0's receiver queue gave it with count 1): it may carry a lower one.
@@ -494,7 +503,7 @@ def _redeliver(state: State, consumer: str, at: int, *, window: tuple[int, int])
     landing = (at + lo, at + hi)
     if state.rewind_window is not None:
         landing = (min(landing[0], state.rewind_window[0]), max(landing[1], state.rewind_window[1]))
-    return state.with_(cursor=cur.rewind(state.cursor), rewind_window=landing, rewinds=state.rewinds + 1)
+    return _unstall(state).with_(cursor=cur.rewind(state.cursor), rewind_window=landing, rewinds=state.rewinds + 1)
 
 
 def _entries_come_back(state: State, entries: set[int], *, counted: bool = False) -> State:
@@ -546,6 +555,8 @@ def _step_close(state: State, op: o.Close) -> Result:
         state = state.with_(messages=tuple(m.with_(count_lo=0, count_hi=0) for m in state.messages))
     if remaining:
         state = _failover_may_switch(state)
+    else:
+        state = _unstall(state)  # the next consumer starts from markDeletePosition
     consumers = tuple(c.with_(connected=False) if c.name == op.consumer and c.connected else c for c in state.consumers)
     owners = tuple(b for b in state.key_owners if b[1] != op.consumer)
     return state.with_(consumers=consumers, key_owners=owners, cursor=cur.rewind(state.cursor) if not remaining else state.cursor)
@@ -585,7 +596,7 @@ def _step_seek(state: State, op: o.Seek) -> Result:
         elif message.status is not Status.ACKED or not message.ack_confirmed:
             changed[message.id] = message.with_(status=Status.ACKED, holder=None, ack_confirmed=True,
                                                 spare=0, back_from=None, back_by=None)
-    state = replace_messages(state, changed)
+    state = _unstall(replace_messages(state, changed))
     consumers = tuple(c.with_(last_first_delivery=-1) for c in state.consumers)
     return state.with_(cursor=cur.reset(state.cursor, target), consumers=consumers)
 
@@ -609,7 +620,7 @@ def _step_reopen(state: State, *, persisted: bool) -> Result:
         else:
             changed[message.id] = message.with_(spare=message.spare + 1, fresh=False,
                                                 back_from=None, back_by=None, count_lo=0, count_hi=0)
-    state = replace_messages(state, changed)
+    state = _unstall(replace_messages(state, changed))
     return state.with_(cursor=cur.rewind(state.cursor), reopened_serial=state.serial + 1, serial=state.serial + 1)
 
 

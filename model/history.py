@@ -75,14 +75,20 @@ def spec_id(spec: Spec) -> str:
     return hashlib.sha1(json.dumps(changed, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 
-def spec_of(text: str) -> Spec:
-    """The spec of `spec_json` text; fields it lacks take their defaults (older corpora)."""
+def _json_object(text: str, where: str) -> dict:
+    """`text` parsed as a JSON object, or a MalformedEvent that says what it is instead."""
     try:
         raw = json.loads(text)
     except json.JSONDecodeError as error:
-        raise MalformedEvent(f"spec is not JSON: {error}") from None
+        raise MalformedEvent(f"{where}not JSON: {error}") from None
     if not isinstance(raw, dict):
-        raise MalformedEvent(f"spec must be a JSON object, got {type(raw).__name__}")
+        raise MalformedEvent(f"{where}not a JSON object but {type(raw).__name__}")
+    return raw
+
+
+def spec_of(text: str) -> Spec:
+    """The spec of `spec_json` text; fields it lacks take their defaults (older corpora)."""
+    raw = _json_object(text, "spec is ")
     unknown = sorted(set(raw) - {f.name for f in dataclasses.fields(Spec)})
     if unknown:
         raise MalformedEvent(f"spec has unknown fields {unknown}")
@@ -183,12 +189,7 @@ def to_json_line(event: Event) -> str:
 
 
 def from_json_line(line: str, *, where: str = "") -> Event:
-    try:
-        raw = json.loads(line)
-    except json.JSONDecodeError as error:
-        raise MalformedEvent(f"{where}not JSON: {error}") from None
-    if not isinstance(raw, dict):
-        raise MalformedEvent(f"{where}expected a JSON object, got {type(raw).__name__}")
+    raw = _json_object(line, where)
     unknown = sorted(set(raw) - set(FIELDS))
     missing = sorted(f for f in ("program_id", "step", "spec_id", "spec", "op") if f not in raw)
     if unknown or missing:

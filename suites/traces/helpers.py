@@ -46,3 +46,18 @@ def write_corpus(spark, path: Path, events: list[Event], *, with_programs: bool 
 def rows(frame, *columns: str) -> list[tuple]:
     """A frame's rows as sorted tuples of the given columns (whole-frame comparisons)."""
     return sorted(tuple(r[c] for c in columns) for r in frame.select(*columns).collect())
+
+
+def program_ranges(spec_dir: Path) -> list[tuple[str, str]]:
+    """The (first, last) program of each Parquet file of one spec, sorted; asserts that every file
+    is in (program, step) order."""
+    import pyarrow.parquet as pq
+
+    ranges = []
+    for file in sorted(spec_dir.glob("*.parquet")):
+        table = pq.read_table(file, columns=["program_id", "step"])
+        pairs = list(zip(table.column("program_id").to_pylist(), table.column("step").to_pylist()))
+        assert pairs == sorted(pairs), f"{file.name} is not in (program, step) order"
+        ranges.append((pairs[0][0], pairs[-1][0]))
+    return sorted(ranges)
+

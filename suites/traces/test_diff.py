@@ -10,7 +10,8 @@ import json
 import pytest
 
 from model.history import to_json_line
-from suites.traces.helpers import EXCLUSIVE, SHARED, change, first_step, model_program, rows, write_corpus
+from suites.traces.helpers import EXCLUSIVE, SHARED, change, first_step, model_program, program_ranges, rows, \
+    write_corpus
 from traces import transforms as t
 from traces.jobs import diff
 from traces.schema import CorpusError
@@ -241,20 +242,12 @@ def test_thousands_of_listed_programs_are_one_query(spark, many):
 
 
 def test_files_hold_disjoint_ranges_of_programs_in_order(spark, tmp_path):
-    import pyarrow.parquet as pq
-
     from traces import corpus as c
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(c, "EVENTS_PER_FILE", 1000)  # four files per spec
         path = write_corpus(spark, tmp_path / "corpus", _many_events())
     for spec_dir in (path / "events").glob("spec_id=*"):
-        ranges = []
-        for file in sorted(spec_dir.glob("*.parquet")):
-            table = pq.read_table(file, columns=["program_id", "step"])
-            pairs = list(zip(table.column("program_id").to_pylist(), table.column("step").to_pylist()))
-            assert pairs == sorted(pairs)
-            ranges.append((pairs[0][0], pairs[-1][0]))
-        ranges.sort()
+        ranges = program_ranges(spec_dir)
         assert len(ranges) > 2
         assert all(a[1] < b[0] for a, b in zip(ranges, ranges[1:]))

@@ -7,7 +7,7 @@ import pytest
 
 from model.history import spec_id
 from model.spec import Spec, SubscriptionType
-from suites.traces.helpers import model_program, rows
+from suites.traces.helpers import model_program, program_ranges, rows
 from traces import corpus as c
 from traces.jobs import generate
 from traces.run import program_seed
@@ -91,15 +91,7 @@ def test_matrix_errors_say_what_is_wrong(option, message):
 def test_each_file_holds_one_range_of_programs_in_order(corpora):
     """Written as the tasks made them (no shuffle): every file is one spec's programs, sorted by
     program and step, and no two files of a spec share a program."""
-    import pyarrow.parquet as pq
-
     base, _ = corpora
     for spec_dir in (base / "first" / c.EVENTS).glob(f"{c.s.PARTITION}=*"):
-        ranges = []
-        for file in sorted(spec_dir.glob("*.parquet")):
-            table = pq.read_table(file, columns=["program_id", "step"])
-            pairs = list(zip(table.column("program_id").to_pylist(), table.column("step").to_pylist()))
-            assert pairs == sorted(pairs)
-            ranges.append((pairs[0][0], pairs[-1][0]))
-        ranges.sort()
+        ranges = program_ranges(spec_dir)
         assert all(a[1] < b[0] for a, b in zip(ranges, ranges[1:]))

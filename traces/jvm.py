@@ -43,6 +43,28 @@ class Options:
     writing: Path | None = None  # the archive these options write at exit (its writer's pid goes next to it)
 
 
+def error_file(pid: int) -> Path:
+    """Where the JVM `pid`, started with these options, writes its crash report."""
+    return Path(ERROR_FILE.split("=", 1)[1].replace("%p", str(pid)))
+
+
+def death(process) -> str | None:
+    """None while the JVM `process` (a Popen) runs; once it is gone, how it ended and the head of
+    its crash report, if it wrote one."""
+    if process.poll() is None:
+        return None
+    code = process.returncode
+    how = f"killed by signal {-code}" if code < 0 else f"exit status {code}"
+    if code == -9:
+        how += " (SIGKILL: the kernel's out-of-memory killer, or a kill -9)"
+    report = error_file(process.pid)
+    try:
+        head = "\n".join(report.read_text(errors="replace").splitlines()[:40])
+        return f"the JVM (pid {process.pid}) is gone: {how}; its crash report, {report}:\n{head}"
+    except OSError:
+        return f"the JVM (pid {process.pid}) is gone: {how}; it wrote no crash report ({report})"
+
+
 def _java() -> str:
     home = os.environ.get("JAVA_HOME")
     java = str(Path(home) / "bin" / "java") if home else shutil.which("java") or "java"

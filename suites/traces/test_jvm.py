@@ -110,3 +110,23 @@ def test_a_jvm_that_rejects_the_tuning_starts_without_it(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip().endswith("started")
     assert done.stderr.count("did not start with") == 1
+
+
+def test_a_crash_report_is_found_by_the_pid_of_its_jvm():
+    assert jvm.error_file(4242).name == "traces-hs_err_4242.log"
+    assert f"-XX:ErrorFile={jvm.error_file(4242)}".replace("4242", "%p") == jvm.ERROR_FILE
+
+
+def test_a_dead_jvm_says_how_it_died_and_shows_its_crash_report(tmp_path, monkeypatch):
+    process = subprocess.Popen(["sleep", "60"])
+    assert jvm.death(process) is None
+    monkeypatch.setattr(jvm, "ERROR_FILE", f"-XX:ErrorFile={tmp_path / 'hs_err_%p.log'}")
+    (tmp_path / f"hs_err_{process.pid}.log").write_text("# A fatal error has been detected\n# SIGBUS\n")
+    process.kill()
+    process.wait()
+    said = jvm.death(process)
+    assert f"pid {process.pid}" in said and "signal 9" in said and "out-of-memory" in said
+    assert "# SIGBUS" in said
+    finished = subprocess.Popen(["sh", "-c", "exit 3"])
+    finished.wait()
+    assert "exit status 3" in jvm.death(finished) and "no crash report" in jvm.death(finished)

@@ -73,6 +73,8 @@ def _advance_clock(state: State, at: int) -> State:
     now = max(state.now, at)
     if now == state.now:
         return state
+    if state.spec.ack_timeout_ms is not None:
+        state = _ack_timeouts_open(state, now)
     due = {m.id: m.with_(status=Status.AVAILABLE, holder=None, back_from=None, back_by=None)
            for m in state.messages if m.status is Status.HELD and m.back_by is not None and m.back_by <= now}
     state = replace_messages(state.with_(now=now), due)
@@ -83,6 +85,39 @@ def _advance_clock(state: State, at: int) -> State:
                   if m.status is Status.AVAILABLE}
         state = replace_messages(state.with_(rewind_window=None, rewinds=0), queued)
     return state
+
+
+def _ack_timeouts_open(state: State, now: int) -> State:
+    """Ack-timeout windows that open between `state.now` and `now`: the client may ask for the
+    message again from then on, and what it asks for is more than the message (found on the broker):
+    on Exclusive/Failover everything unacknowledged (a rewind: what sits in the receiver queue may
+    come twice, an ack not yet flushed may be lost), on Shared/Key_Shared the message's whole batch
+    entry (its other indexes, acked or queued, may come again, counted)."""
+    opening = [m for m in state.messages
+               if m.status is Status.HELD and m.back_from is not None and state.now < m.back_from <= now]
+    if not opening:
+        return state
+    if state.spec.subscription_type.single_active_consumer:
+        window = (min(m.back_from for m in opening), max(m.back_by for m in opening))
+        if state.rewind_window is not None:
+            if state.rewind_window[0] <= window[0] and window[1] <= state.rewind_window[1]:
+                return state  # a rewind already on its way covers it
+            window = (min(window[0], state.rewind_window[0]), max(window[1], state.rewind_window[1]))
+        unflushed = {m.id: m.with_(spare=m.spare + 1) for m in state.messages
+                     if m.status is Status.ACKED and not m.ack_confirmed}
+        return replace_messages(state, unflushed).with_(rewind_window=window, rewinds=state.rewinds + 1)
+    bump = 1 if state.spec.subscription_type.tracks_redelivery_count else 0
+    entries = {m.id.entry for m in opening if m.id.index >= 0}
+    opened = {m.id for m in opening}
+
+    def comes_with_the_entry(m: Message) -> bool:
+        if m.id.entry not in entries or m.id in opened:
+            return False
+        # An acked index stays out only if the broker has it as acked (batch-index acks).
+        return m.status is not Status.ACKED or not (m.ack_confirmed and state.spec.batch_index_ack)
+
+    return replace_messages(state, {m.id: m.with_(spare=m.spare + 1, count_hi=m.count_hi + bump)
+                                    for m in state.messages if comes_with_the_entry(m)})
 
 
 # -- publish and subscribe -----------------------------------------------------------------------
@@ -215,7 +250,15 @@ def _step_receive(state: State, op: o.Receive, completion: o.Completion) -> Resu
     if window is not None and delivered.status is Status.HELD:
         # Ack timeout: tracking starts when the application receives the message (PR #3079); the
         # redelivery is requested between the timeout and one tracker tick after it.
-        delivered = _requested(state, delivered, state.now + window[0], state.now + window[1])
+        back_from = state.now + window[0]
+        if state.spec.subscription_type.single_active_consumer:
+            # Exclusive/Failover: the client turns a timeout into a redelivery of everything
+            # unacknowledged (found on the broker: m1, received 8 s after m0, came back with m0
+            # 10 s after m0), so it may come back once an earlier held message's window opens.
+            earlier = [m.back_from for m in state.messages
+                       if m.holder == op.consumer and m.status is Status.HELD and m.back_from is not None]
+            back_from = max(state.now, min(earlier, default=back_from))
+        delivered = _requested(state, delivered, back_from, state.now + window[1])
     state = replace_message(state, delivered)
     if first:
         state = replace_consumer(state, consumer.with_(last_first_delivery=max(consumer.last_first_delivery,

@@ -5,6 +5,8 @@ These answer the open questions of the research notes with tests, not guesses. T
 short: nack delays of 200 ms (the client's minimum is 100 ms).
 """
 
+import time
+
 import pulsar
 import pytest
 
@@ -246,3 +248,41 @@ def test_a_zero_queue_consumer_is_sent_a_message_only_when_it_asks(pulsar_target
     run.do(o.Acknowledge(consumer="a", message=m(0)))
     run.do(o.Close(consumer="a"))
     assert run.drain("b") == []
+
+
+def test_the_project_broker_pauses_a_failover_switch_for_the_time_the_suite_assumes(pulsar_target, names):
+    """activeConsumerFailoverDelayTimeMillis is 100 on the project's broker (Pulsar's default is
+    1000): a new Failover subscription's consumer gets its first message within the 200 ms the
+    suite's Failover specs allow, and a spec that assumes less than the broker's pause is refused."""
+    from fixtures.targets.pulsar_target import BrokerSettingsError
+    from suites.conformance.catalog import FAILOVER
+
+    run = _program(pulsar_target, names, FAILOVER)
+    _publish(run, 1)
+    run.do(o.Subscribe(consumer="a"))
+    started = time.monotonic()
+    assert run.receive("a", timeout_ms=2000) is not None
+    assert time.monotonic() - started < FAILOVER.failover_delay_ms / 1000 + 0.3
+    with pytest.raises(BrokerSettingsError, match="activeConsumerFailoverDelayTimeMillis is 100, the spec assumes at most 50"):
+        _program(pulsar_target, names, FAILOVER.with_(failover_delay_ms=50))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", [SubscriptionType.EXCLUSIVE, SubscriptionType.FAILOVER])
+def test_an_ack_timeout_on_exclusive_or_failover_brings_back_every_unacked_message(pulsar_target, names, kind):
+    """Observed on 4.0.7 (found by ack_timeout[Exclusive]): when one message's ack timeout fires on
+    an Exclusive or Failover subscription, the client asks for everything unacknowledged again
+    (the C++ client turns the timed-out ids into a whole redeliverUnacknowledgedMessages for
+    these types), so a message received later comes back with it, long before its own timeout."""
+    run = _program(pulsar_target, names, Spec(subscription_type=kind, ack_timeout_ms=10_000, failover_delay_ms=200))
+    run.do(o.Subscribe(consumer="a"))
+    _publish(run, 1)
+    assert run.receive("a", timeout_ms=2000).message == m(0)
+    received = time.monotonic()
+    run.do(o.Tick(ms=8000))
+    _publish(run, 1)
+    assert run.receive("a", timeout_ms=2000).message == m(1)
+    back = [run.receive("a", timeout_ms=5000), run.receive("a", timeout_ms=5000)]
+    assert [d.message for d in back if d is not None] == [m(0), m(1)], back
+    # m1's own timeout (10 s, the Python client's minimum) would fire 18 s after m0 came
+    assert time.monotonic() - received < 13.0

@@ -406,3 +406,19 @@ def test_a_second_failover_switch_within_the_delay_may_stall_what_was_unacknowle
     assert check_nothing_lost(run(failover, rewound)).violation.guarantee is Guarantee.NO_LOSS  # m0 owed again
     one_switch = program[:4] + [(o.Close(consumer="c2"), o.ok(at=1004)), (o.Tick(ms=3000), o.ok(at=4004))]
     assert check_nothing_lost(run(failover, one_switch)).violation.guarantee is Guarantee.NO_LOSS
+
+
+@pytest.mark.parametrize("kind", [SubscriptionType.EXCLUSIVE, SubscriptionType.FAILOVER])
+def test_on_a_single_active_consumer_one_ack_timeout_brings_back_every_unacked_message(kind):
+    """Exclusive/Failover: the client turns one timed-out message into a redelivery of everything
+    unacknowledged, so m1, received 8 s after m0, may come back once m0's timeout fires; not
+    before, and on Shared each message keeps its own timeout."""
+    spec = Spec(subscription_type=kind, ack_timeout_ms=10_000, failover_delay_ms=0)
+    program = [(o.Subscribe(consumer="c0"), o.ok()), (o.Send(), o.ok(at=5)), got("c0", m(0), at=10),
+               (o.Send(), o.ok(at=8000)), got("c0", m(1), at=8001)]
+    assert run(spec, program + [got("c0", m(0), at=10_500), got("c0", m(1), at=10_501)]).ok
+    early = run(spec, program + [got("c0", m(1), at=9000)]).violation
+    assert early is not None and early.guarantee is Guarantee.NO_DUPLICATE_WITHOUT_CAUSE
+    shared = run(spec.with_(subscription_type=SubscriptionType.SHARED),
+                 program + [got("c0", m(0), count=1, at=10_500), got("c0", m(1), count=1, at=10_501)]).violation
+    assert shared is not None and shared.guarantee is Guarantee.NO_DUPLICATE_WITHOUT_CAUSE

@@ -30,23 +30,52 @@ from suites.machines import run_conformance
 
 class _Counter:
     """Counts the ops performed, and the seconds spent waiting on purpose: ticks (a nack window,
-    the ack grouping, a Failover pause) and receives that ended with nothing (a drain making sure
-    nothing more is owed)."""
+    the ack grouping, a Failover pause) and receives that ended with nothing, by kind (a receive
+    op that expected a message, one that expected none; in a drain, a glance while nothing is owed,
+    a poll while something is), and by check area."""
 
     def __init__(self) -> None:
         self.ops = 0
         self.waiting = 0.0
-        original = lockstep.Lockstep.do
+        self.kinds: dict[str, float] = {}
+        self.areas: dict[str, list[float]] = {}  # area -> [ops, seconds, seconds waiting]
+        self.area = ""
+        self._in_drain = False
+        do, drain = lockstep.Lockstep.do, lockstep.Lockstep.drain
 
         def counting(run, op):
             self.ops += 1
             started = time.perf_counter()
-            completion = original(run, op)
-            if isinstance(op, o.Tick) or (isinstance(op, o.Receive) and completion.value is None):
-                self.waiting += time.perf_counter() - started
+            completion = do(run, op)
+            spent = time.perf_counter() - started
+            area = self.areas.setdefault(self.area, [0, 0.0, 0.0])
+            area[0] += 1
+            kind = None
+            if isinstance(op, o.Tick):
+                kind = "tick"
+            elif isinstance(op, o.Receive) and completion.value is None:
+                if self._in_drain:
+                    kind = "drain: poll while owed" if op.timeout_ms and op.timeout_ms > 20 else "drain: glance"
+                else:
+                    kind = "receive op: expected" if op.timeout_ms and op.timeout_ms >= 100 else "receive op: none expected"
+            if kind is not None:
+                self.waiting += spent
+                self.kinds[kind] = self.kinds.get(kind, 0.0) + spent
+                area[2] += spent
             return completion
 
+        def draining(run, *args, **kwargs):
+            self._in_drain = True
+            try:
+                return drain(run, *args, **kwargs)
+            finally:
+                self._in_drain = False
+
         lockstep.Lockstep.do = counting
+        lockstep.Lockstep.drain = draining
+
+    def reset(self) -> None:
+        self.ops, self.waiting, self.kinds, self.areas = 0, 0.0, {}, {}
 
 
 def raw_model_steps_per_second(seconds: float = 3.0) -> float:
@@ -60,14 +89,17 @@ def raw_model_steps_per_second(seconds: float = 3.0) -> float:
 
 def machine_steps_per_second(target, counter: _Counter, profile: settings) -> tuple[float, int]:
     ids = (f"bench-{n}" for n in itertools.count())
-    counter.ops, counter.waiting = 0, 0.0
+    counter.reset()
     started = time.perf_counter()
     for check in CHECKS:
         if check.slow:
             continue
+        counter.area = check.area
         for spec in check.specs.values():
+            begun = time.perf_counter()
             run_conformance(target, spec, lambda: next(ids), kinds=check.kinds, settings_=profile,
                             drain_idle_ms=30 if target.name == "model" else 1000)
+            counter.areas.setdefault(check.area, [0, 0.0, 0.0])[1] += time.perf_counter() - begun
     return counter.ops / (time.perf_counter() - started), counter.ops
 
 
@@ -127,6 +159,11 @@ def main() -> None:
         print(f"conformance machine, real broker (6 examples)  : {rate:9,.0f} steps/s ({ops:,} ops in {elapsed:.0f} s)")
         print(f"  of which waiting on purpose (ticks, empty receives): {counter.waiting:.0f} s; "
               f"the other ops: {(ops / busy) if busy > 0 else 0:,.0f} steps/s")
+        for kind, spent in sorted(counter.kinds.items(), key=lambda kv: -kv[1]):
+            print(f"    {kind:<28}: {spent:6.1f} s")
+        print("  per check area: ops, seconds, of which waiting")
+        for area, (n, spent, waited) in counter.areas.items():
+            print(f"    {area:<34}: {n:6,d} ops {spent:6.1f} s {waited:6.1f} s")
         target.close()
 
 

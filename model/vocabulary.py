@@ -65,10 +65,19 @@ def _seek(state: State) -> tuple[o.Op, ...]:
 
 
 def _tick(state: State) -> tuple[o.Op, ...]:
-    """Waits that close a window: the nack window, the ack grouping, the ack-timeout window."""
-    ticks = [o.Tick(ms=state.spec.nack_window_ms[1] + 50), o.Tick(ms=state.spec.ack_grouping_ms + 50)]
-    if state.spec.ack_timeout_window_ms is not None:
-        ticks.append(o.Tick(ms=state.spec.ack_timeout_window_ms[1] + 50))
+    """Waits that close a window, offered only while there is one to close: the nack window (a
+    redelivery or a rewind requested, or a Failover pause running), the ack grouping (acks not yet
+    flushed), the ack-timeout window (a message held unacknowledged). Otherwise time changes
+    nothing the model knows of, and on a real broker a tick would only cost its sleep."""
+    spec = state.spec
+    ticks = []
+    if (state.rewind_window is not None or state.paused_until > state.now
+            or any(m.back_by is not None for m in state.messages)):
+        ticks.append(o.Tick(ms=spec.nack_window_ms[1] + 50))
+    if any(c.pending_acks for c in state.consumers):
+        ticks.append(o.Tick(ms=spec.ack_grouping_ms + 50))
+    if spec.ack_timeout_window_ms is not None and any(m.status is Status.HELD for m in state.messages):
+        ticks.append(o.Tick(ms=spec.ack_timeout_window_ms[1] + 50))
     return tuple(ticks)
 
 

@@ -29,8 +29,9 @@ from suites.programs import DRAIN, perform, settle, tighten
 ALL_KINDS = tuple(k for k in CANDIDATES if k not in ("restart", "crash"))
 
 
-# Rules whose candidates depend on what the target delivered (which messages a consumer holds).
-OBSERVATION_DEPENDENT = ("acknowledge", "acknowledge_cumulative", "negative_acknowledge", "seek")
+# Rules whose candidates depend on what the target delivered (which messages a consumer holds;
+# a tick is offered while a window is open, e.g. after a nack of a message received).
+OBSERVATION_DEPENDENT = ("acknowledge", "acknowledge_cumulative", "negative_acknowledge", "seek", "tick")
 
 
 def conformance_machine(target, spec: Spec, program_ids, *, kinds=ALL_KINDS, drain_idle_ms: int = 300,

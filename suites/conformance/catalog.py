@@ -14,7 +14,10 @@ from model.spec import InitialPosition, Spec, SubscriptionType
 
 SHARED = Spec(subscription_type=SubscriptionType.SHARED, nack_delay_ms=100)
 EXCLUSIVE = SHARED.with_(subscription_type=SubscriptionType.EXCLUSIVE)
-FAILOVER = SHARED.with_(subscription_type=SubscriptionType.FAILOVER)
+# The project's broker pauses 100 ms after a Failover switch (activeConsumerFailoverDelayTimeMillis;
+# Pulsar's default is 1000): a model pause at least as long never asks for a delivery too early,
+# and a longer one only asks less.
+FAILOVER = SHARED.with_(subscription_type=SubscriptionType.FAILOVER, failover_delay_ms=200)
 KEY_SHARED = SHARED.with_(subscription_type=SubscriptionType.KEY_SHARED)
 ALL_TYPES = {"Exclusive": EXCLUSIVE, "Failover": FAILOVER, "Shared": SHARED, "Key_Shared": KEY_SHARED}
 BASE = ("send", "subscribe", "receive")

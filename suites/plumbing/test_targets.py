@@ -85,3 +85,17 @@ def test_a_failure_a_nondeterministic_target_does_not_repeat_is_still_the_verdic
                         settings_=settings(settings.get_profile("ci"), max_examples=300))
     assert caught.value.violation.guarantee.name == "NO_LOSS"
     assert isinstance(caught.value.__cause__, Flaky)
+
+
+def test_broker_settings_that_contradict_the_spec_are_named():
+    from fixtures.targets.pulsar_target import settings_mismatches
+
+    failover = Spec(subscription_type=SubscriptionType.FAILOVER, failover_delay_ms=200)
+    default = {"activeConsumerFailoverDelayTimeMillis": "1000", "acknowledgmentAtBatchIndexLevelEnabled": "false"}
+    [delay] = settings_mismatches(failover, default)
+    assert "activeConsumerFailoverDelayTimeMillis is 1000" in delay and "at most 200" in delay
+    assert settings_mismatches(failover, {**default, "activeConsumerFailoverDelayTimeMillis": "100"}) == []
+    assert settings_mismatches(Spec(), default) == []  # a Shared spec without batch-index acks: nothing to contradict
+    [batch] = settings_mismatches(Spec(client_batch_index_ack=True), default)
+    assert "acknowledgmentAtBatchIndexLevelEnabled is false" in batch
+    assert settings_mismatches(failover, {}) == []  # settings not shown: unchecked

@@ -96,3 +96,32 @@ def test_a_corrupt_state_file_is_named(tmp_path):
 def test_bad_settings_are_refused_with_the_reason(changes, message):
     with pytest.raises(BrokerError, match=message):
         BrokerConfig(**changes)
+
+
+def test_a_free_port_is_never_one_the_kernel_gives_clients():
+    """A client reconnecting to a dead broker on an ephemeral port can connect to itself and hold
+    the port the broker needs back (a crash test's restart once found its port taken)."""
+    import random
+
+    from fixtures.broker.process import ephemeral_ports
+
+    low, high = ephemeral_ports()
+    ports = {free_port(random.Random(seed)) for seed in range(50)}
+    assert all(10_000 <= port < low for port in ports) and len(ports) > 40
+
+
+def test_the_session_broker_of_a_pytest_run_that_is_gone_is_removed_and_no_other(tmp_path):
+    """Each pytest session names its broker after its own process; a session killed before its
+    teardown leaves one behind, which the next session removes (a leftover on other ports once
+    made a session wait 120 s for a broker that was not there)."""
+    import os
+    import subprocess
+
+    from fixtures.pulsar import reap_abandoned_session_brokers
+
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    for name in (f"pytest-main-{gone.pid}", f"pytest-main-{os.getpid()}", "pytest-main", "default"):
+        (tmp_path / "brokers" / name / "data").mkdir(parents=True)
+    assert reap_abandoned_session_brokers(tmp_path) == ["pytest-main", f"pytest-main-{gone.pid}"]
+    assert sorted(p.name for p in (tmp_path / "brokers").iterdir()) == ["default", f"pytest-main-{os.getpid()}"]

@@ -494,8 +494,11 @@ def _requested(state: State, message: Message, back_from: int, back_by: int) -> 
         limit = state.spec.max_redeliver_count
         return message.with_(status=Status.ACKED, holder=None, back_from=None, back_by=None, spare=message.spare + 1,
                              count_hi=max(message.count_hi, min(message.count_hi + bump, limit)))
-    return message.with_(back_from=back_from, back_by=back_by,
-                         count_lo=message.count_lo + bump, count_hi=message.count_hi + bump)
+    # A spare copy still on its way (e.g. an older one in another consumer's receiver queue) keeps
+    # the count it was dispatched with (found on the broker: c1 got m0.2 with count 1 and nacked
+    # it; the copy c0 had queued since the first dispatch then came with count 0).
+    lowest = message.count_lo if message.spare else message.count_lo + bump
+    return message.with_(back_from=back_from, back_by=back_by, count_lo=lowest, count_hi=message.count_hi + bump)
 
 
 def _goes_to_dead_letter(state: State, message: Message) -> bool | None:

@@ -735,7 +735,11 @@ def _settle(state: State, observed: cur.Cursor) -> State:
                 # not deleted yet); with them the broker keeps the index in the cursor's batch
                 # indexes, which internalStats does not show. Either way the read proves nothing.
                 continue
-            changed[message.id] = message.with_(status=Status.AVAILABLE, ack_confirmed=False, spare=0)
+            # The ack was lost: the message is owed again, which uses up the one extra delivery the
+            # doubt allowed; extra copies for other causes stay (found on the broker: after two
+            # unloads c1 got m0, whose ack was lost, twice: its receiver queue and the reconnect).
+            changed[message.id] = message.with_(status=Status.AVAILABLE, ack_confirmed=False,
+                                                spare=max(message.spare - 1, 0))
     state = replace_messages(state, changed)
     confirmed_cursor = cur.from_acknowledged(observed.acknowledged(len(state.entries)) - set(range(observed.mark_delete + 1)),
                                              mark_delete=observed.mark_delete, batch_deleted=state.cursor.batch_deleted,

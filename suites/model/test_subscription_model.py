@@ -441,3 +441,19 @@ def test_on_a_single_active_consumer_one_ack_timeout_brings_back_every_unacked_m
     shared = run(spec.with_(subscription_type=SubscriptionType.SHARED),
                  program + [got("c0", m(0), count=1, at=10_500), got("c0", m(1), count=1, at=10_501)]).violation
     assert shared is not None and shared.guarantee is Guarantee.NO_DUPLICATE_WITHOUT_CAUSE
+
+
+def test_an_ack_lost_in_two_unloads_is_owed_once_and_may_come_twice():
+    """Found on the broker (Exclusive, nightly profile): c0's ack had not reached the broker when
+    the topic was unloaded and c1 took the subscription over; after a second unload a cursor read
+    shows the ack lost. The message is owed again, and may come more than once: each reopen and the
+    take-over allowed one more copy (c1's receiver queue, the reconnect), of which the lost ack
+    itself accounts for one."""
+    program = [*send(1), (o.Subscribe(consumer="c0"), o.ok()), got("c0", m(0)),
+               (o.Acknowledge(consumer="c0", message=m(0)), o.ok()), (o.Unload(), o.ok()),
+               (o.Subscribe(consumer="c1"), o.ok()), (o.Unload(), o.ok()), (o.ReadCursor(), o.ok(cur.Cursor()))]
+    assert not check_nothing_lost(run(EXCLUSIVE, program)).ok  # owed again
+    thrice = program + [got("c1", m(0), at=1), got("c1", m(0), at=2), got("c1", m(0), at=3)]
+    assert run(EXCLUSIVE, thrice).ok
+    four = run(EXCLUSIVE, thrice + [got("c1", m(0), at=4)]).violation
+    assert four is not None and four.guarantee is Guarantee.NO_DUPLICATE_WITHOUT_CAUSE

@@ -74,6 +74,9 @@ class Message:
     # The count of the copy the application received last (what the client's dead-letter check
     # compares; copies still to come may carry another one).
     held_count: int = 0
+    # The lowest count of a copy another consumer's application got and may hand back (its close):
+    # that copy keeps its count, whatever later requests added (the model keeps one holder).
+    floor: int = 1 << 30
     serial: int = 0  # order of publication among sends and subscribes
     # The consumer whose seek targeted this message (or a later index of its batch): that
     # consumer's client skips it, so it is not owed while that consumer is connected.

@@ -241,6 +241,11 @@ def _step_receive(state: State, op: o.Receive, completion: o.Completion) -> Resu
     # then c0's receiver queue gave it with count 1): it may carry a lower one.
     extra = delivered.spare if state.spec.subscription_type.tracks_redelivery_count else 0
     lowest = min(message.count_lo, delivery.redelivery_count) if extra else delivery.redelivery_count
+    if message.status is Status.HELD and message.holder != op.consumer:
+        # The copy the other consumer's application holds may still come back with its own count
+        # (found on the broker: c0 held m0.0 with count 1, c1 got it with count 2, then after c0's
+        # close c2 got it with count 1).
+        delivered = delivered.with_(floor=min(message.held_count, message.floor))
     delivered = delivered.with_(count_lo=lowest, count_hi=delivery.redelivery_count + extra,
                                 held_count=delivery.redelivery_count)
     if state.rewind_window is not None and delivered.status is Status.HELD and message.status is Status.AVAILABLE:
@@ -365,7 +370,7 @@ def _redelivery_count_problem(state: State, message: Message, count: int) -> Vio
                              detail=f"{message.id} came with redelivery count {count} on {spec.subscription_type}, "
                                     "which has no redelivery tracker (always 0)")
         return None
-    if not message.count_lo <= count <= message.count_hi:
+    if not min(message.count_lo, message.floor) <= count <= message.count_hi:
         return Violation(guarantee=Guarantee.REDELIVERY_COUNT,
                          detail=f"{message.id} came with redelivery count {count}; "
                                 f"expected {message.count_lo}..{message.count_hi}")
@@ -382,8 +387,14 @@ def _step_acknowledge(state: State, op: o.Acknowledge, completion: o.Completion)
         return Violation(guarantee=Guarantee.ACK, detail=f"ack of {op.message} on {op.consumer} failed: {completion.error}")
     # Acked while its redelivery is already requested: the request may reach the broker first, or
     # bring the whole batch entry back (found on the broker: nack m1.2, ack m1.0, m1.0 came again).
-    spare = message.spare + (1 if message.status is Status.HELD and message.back_from is not None else 0)
-    acked = message.with_(status=Status.ACKED, holder=None, back_from=None, back_by=None, spare=spare)
+    requested = message.status is Status.HELD and message.back_from is not None
+    spare = message.spare + (1 if requested else 0)
+    # The count that request added may never happen: a close before the nack delay drops it with
+    # the client's tracker (found on the broker: nack m0.0, ack it, close; m0.0 came back, its
+    # entry not deleted, with count 0).
+    lo = max(message.count_lo - 1, 0) if requested and state.spec.subscription_type.tracks_redelivery_count \
+        else message.count_lo
+    acked = message.with_(status=Status.ACKED, holder=None, back_from=None, back_by=None, spare=spare, count_lo=lo)
     state = replace_message(state, acked)
     return replace_consumer(state, consumer.with_(pending_acks=consumer.pending_acks + (("individual", op.message),)))
 

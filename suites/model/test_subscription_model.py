@@ -457,3 +457,18 @@ def test_an_ack_lost_in_two_unloads_is_owed_once_and_may_come_twice():
     assert run(EXCLUSIVE, thrice).ok
     four = run(EXCLUSIVE, thrice + [got("c1", m(0), at=4)]).violation
     assert four is not None and four.guarantee is Guarantee.NO_DUPLICATE_WITHOUT_CAUSE
+
+
+def test_a_nack_dropped_by_a_close_adds_nothing_to_the_count():
+    """Found on the broker (Shared, nightly profile): a nack followed by an ack and a close within
+    the nack delay never leaves the client; the batch entry, not deleted (m0.1 is unacked), comes
+    back whole with its count unchanged: the close came before the delay, so the count cannot have
+    grown."""
+    program = [(o.Send(keys=(None, None), batched=True), o.ok()), (o.Subscribe(consumer="c0"), o.ok()),
+               got("c0", m(0, 0)), got("c0", m(0, 1)),
+               (o.NegativeAcknowledge(consumer="c0", message=m(0, 0)), o.ok(at=1)),
+               (o.Acknowledge(consumer="c0", message=m(0, 0)), o.ok(at=2)), (o.Close(consumer="c0"), o.ok(at=3)),
+               (o.Subscribe(consumer="c1"), o.ok(at=4))]
+    assert run(SHARED, program + [got("c1", m(0, 0), 0, at=5)]).ok
+    too_high = run(SHARED, program + [got("c1", m(0, 0), 1, at=5)]).violation
+    assert too_high is not None and too_high.guarantee is Guarantee.REDELIVERY_COUNT

@@ -395,6 +395,12 @@ def _step_acknowledge(state: State, op: o.Acknowledge, completion: o.Completion)
     lo = max(message.count_lo - 1, 0) if requested and state.spec.subscription_type.tracks_redelivery_count \
         else message.count_lo
     acked = message.with_(status=Status.ACKED, holder=None, back_from=None, back_by=None, spare=spare, count_lo=lo)
+    if spare and state.spec.subscription_type.tracks_redelivery_count:
+        # A copy still to come may carry count 0: the broker's redelivery tracker forgets the
+        # message when the ack arrives, and a copy dispatched after that is counted from nothing
+        # (found on the broker: Key_Shared, m0 nacked twice, came back with count 1, acked, then
+        # came again with count 0).
+        acked = acked.with_(floor=0)
     state = replace_message(state, acked)
     return replace_consumer(state, consumer.with_(pending_acks=consumer.pending_acks + (("individual", op.message),)))
 

@@ -77,6 +77,10 @@ class Message:
     # The lowest count of a copy another consumer's application got and may hand back (its close):
     # that copy keeps its count, whatever later requests added (the model keeps one holder).
     floor: int = 1 << 30
+    # Received by one consumer while another's application held it: the broker may count it as
+    # pending on either, so a nack or redeliver from the one the model has as holder may be
+    # ignored by the broker (it only redelivers what is pending on the asking consumer).
+    copied: bool = False
     serial: int = 0  # order of publication among sends and subscribes
     # The consumer whose seek targeted this message (or a later index of its batch): that
     # consumer's client skips it, so it is not owed while that consumer is connected.

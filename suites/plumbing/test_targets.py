@@ -99,3 +99,21 @@ def test_broker_settings_that_contradict_the_spec_are_named():
     [batch] = settings_mismatches(Spec(client_batch_index_ack=True), default)
     assert "acknowledgmentAtBatchIndexLevelEnabled is false" in batch
     assert settings_mismatches(failover, {}) == []  # settings not shown: unchecked
+
+
+def test_a_drain_waits_out_a_failover_pause_only_when_something_is_owed_after_it():
+    """On a real broker every wait is real time: with nothing to hand out after the pause, each
+    receive of the drain is a glance; with a message waiting for the pause, it polls."""
+    from fixtures.targets.lockstep import Lockstep
+
+    spec = Spec(subscription_type=SubscriptionType.FAILOVER, failover_delay_ms=200)
+    empty = Lockstep(ModelTarget(), spec, "pause-empty")
+    empty.do(o.Subscribe(consumer="c0"))
+    empty.drain(glance_ms=5)
+    assert {op.timeout_ms for op, _ in empty.history if isinstance(op, o.Receive)} == {5}
+    waiting = Lockstep(ModelTarget(), spec, "pause-owed")
+    waiting.do(o.Send())
+    waiting.do(o.Subscribe(consumer="c0"))
+    waiting.drain(glance_ms=5)
+    timeouts = [op.timeout_ms for op, _ in waiting.history if isinstance(op, o.Receive)]
+    assert timeouts[0] == 100

@@ -9,8 +9,6 @@ test that saw it says how it died instead of a wall of `Connection refused`.
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 
@@ -18,16 +16,10 @@ import pytest
 def spark():
     from traces.session import spark_session
 
-    cds = os.environ.get("TRACES_CDS")
-    os.environ["TRACES_CDS"] = "0"
-    try:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TRACES_CDS", "0")
         session = spark_session("local[2]", app="traces-tests", driver_memory="1g",
                                 conf={"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"})
-    finally:
-        if cds is None:
-            os.environ.pop("TRACES_CDS", None)
-        else:
-            os.environ["TRACES_CDS"] = cds
     yield session
     if _jvm_death(session) is None:
         session.stop()

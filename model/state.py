@@ -88,6 +88,9 @@ class Message:
     # Failover: unacknowledged when the active consumer changed again within the failover delay;
     # the broker may not redeliver it until the next rewind (KNOWN_DIVERGENCES.md 11).
     stalled: bool = False
+    # Marked ACKED because the client may have sent it to the dead-letter topic (a copy with the
+    # limiting count may have reached the receiver queue): unsure, not an application's ack.
+    dead_letter_unsure: bool = False
 
     def with_(self, **changes: object) -> Message:
         return _with_message(self, changes)

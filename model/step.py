@@ -228,6 +228,12 @@ def _step_receive(state: State, op: o.Receive, completion: o.Completion) -> Resu
     if problem is not None:
         return problem
     first = not message.delivered and message.fresh
+    if message.dead_letter_unsure and message.status is Status.ACKED and not message.copied:
+        # The application got a copy after the point where the client may have dead-lettered it:
+        # it did not (a dead-lettered copy is dropped with the queue, and a later one would carry
+        # a count above the limit). Found on the broker: two redeliver calls in one millisecond,
+        # c0 then got m0 with count 1 (max 1) and held it; after c0's close c1 got it.
+        message = message.with_(status=Status.HELD, holder=op.consumer, dead_letter_unsure=False)
     if message.status is Status.ACKED:
         delivered = message.with_(delivered=True, spare=max(message.spare - 1, 0))
     else:
@@ -268,6 +274,8 @@ def _step_receive(state: State, op: o.Receive, completion: o.Completion) -> Resu
     if first:
         state = replace_consumer(state, consumer.with_(last_first_delivery=max(consumer.last_first_delivery,
                                                                                _order_key(message.id))))
+    if _stale_key_copy(state, message, consumer):
+        return state  # an old queued copy says nothing about where the key's hash is now
     return _bind_key(state, message, consumer)
 
 
@@ -320,7 +328,7 @@ def _key_shared_problem(state: State, message: Message, consumer: str) -> Violat
     for key, owner, movers in state.key_owners:
         if key != message.key or consumer == owner:
             continue
-        if consumer not in movers:
+        if consumer not in movers and not _stale_key_copy(state, message, state.consumer(consumer)):
             return Violation(guarantee=Guarantee.KEY_SHARED_STICKINESS,
                              detail=f"key {key!r} is bound to connected {owner}, yet {consumer} received {message.id}")
         held = [m.id for m in state.messages if m.key == key and m.status is Status.HELD and m.holder == owner
@@ -331,6 +339,18 @@ def _key_shared_problem(state: State, message: Message, consumer: str) -> Violat
                              detail=f"key {key!r} moved from {owner} to {consumer} while {owner} still holds "
                                     f"{', '.join(map(str, held))} unacknowledged")
     return None
+
+
+def _stale_key_copy(state: State, message: Message, consumer: Consumer | None) -> bool:
+    """Key_Shared: a spare copy of a redelivered message may be an old one still in the receiver
+    queue of a consumer that joined before the key's owner, so held the key's hash when it was
+    dispatched (found on the broker: c0 alone had m1 queued; c1 and c2 joined; c0's redeliver sent
+    m1 to c2 with count 1, then c0's queue gave it with count 0)."""
+    if message.spare == 0 or message.fresh or consumer is None:
+        return False
+    binding = next((b for b in state.key_owners if b[0] == message.key), None)
+    owner = state.consumer(binding[1]) if binding is not None else None
+    return owner is not None and owner.name != consumer.name and consumer.serial < owner.serial
 
 
 def _bind_key(state: State, message: Message, consumer: Consumer) -> State:
@@ -394,7 +414,8 @@ def _step_acknowledge(state: State, op: o.Acknowledge, completion: o.Completion)
     # entry not deleted, with count 0).
     lo = max(message.count_lo - 1, 0) if requested and state.spec.subscription_type.tracks_redelivery_count \
         else message.count_lo
-    acked = message.with_(status=Status.ACKED, holder=None, back_from=None, back_by=None, spare=spare, count_lo=lo)
+    acked = message.with_(status=Status.ACKED, holder=None, back_from=None, back_by=None, spare=spare, count_lo=lo,
+                          dead_letter_unsure=False)
     if spare and state.spec.subscription_type.tracks_redelivery_count:
         # A copy still to come may carry count 0: the broker's redelivery tracker forgets the
         # message when the ack arrives, and a copy dispatched after that is counted from nothing
@@ -515,7 +536,8 @@ def _requested(state: State, message: Message, back_from: int, back_by: int) -> 
         # A copy that does come was requested earlier, or now: its count is anywhere up to the limit.
         limit = state.spec.max_redeliver_count
         return message.with_(status=Status.ACKED, holder=None, back_from=None, back_by=None, spare=message.spare + 1,
-                             count_hi=max(message.count_hi, min(message.count_hi + bump, limit)))
+                             count_hi=max(message.count_hi, min(message.count_hi + bump, limit)),
+                             dead_letter_unsure=True)
     # A spare copy still on its way (e.g. an older one in another consumer's receiver queue) keeps
     # the count it was dispatched with (found on the broker: c1 got m0.2 with count 1 and nacked
     # it; the copy c0 had queued since the first dispatch then came with count 0).
@@ -541,6 +563,7 @@ def _redeliver(state: State, consumer: str, at: int, *, window: tuple[int, int])
     on Exclusive/Failover the broker rewinds the cursor, so unconfirmed acks may come back too."""
     lo, hi = window
     rewind = state.spec.subscription_type.single_active_consumer
+    limit = state.spec.max_redeliver_count if state.spec.subscription_type.tracks_redelivery_count else None
     changed = {}
     for message in state.messages:
         if message.status is Status.HELD and message.holder == consumer:
@@ -551,6 +574,12 @@ def _redeliver(state: State, consumer: str, at: int, *, window: tuple[int, int])
                 # redeliver calls in the same millisecond, m2 came with count 1).
                 requested = requested.with_(spare=requested.spare + 1, count_lo=message.count_lo)
             changed[message.id] = requested
+        elif limit is not None and message.status is Status.HELD and message.copied and message.floor >= limit:
+            # Another consumer holds it as the model has it, but this one's application may hold a
+            # copy whose count reached the limit: its client may dead-letter it (found on the
+            # broker: c1 got m3 with count 1, max 1, c0 then an older queued copy with count 0;
+            # after c1's redeliver and c0's close, m3 never came again).
+            changed[message.id] = message.with_(dead_letter_unsure=True)
         elif message.status is Status.ACKED and not message.ack_confirmed and rewind:
             changed[message.id] = message.with_(spare=message.spare + 1)
         elif message.status is Status.AVAILABLE:
@@ -563,7 +592,8 @@ def _redeliver(state: State, consumer: str, at: int, *, window: tuple[int, int])
             dead_letter = _goes_to_dead_letter(state, message.with_(held_count=0)) is not False
             count_hi = message.count_hi if dead_letter else message.count_hi + bump
             changed[message.id] = message.with_(count_hi=count_hi, spare=message.spare + 1, fresh=False,
-                                                status=Status.ACKED if dead_letter else Status.AVAILABLE)
+                                                status=Status.ACKED if dead_letter else Status.AVAILABLE,
+                                                dead_letter_unsure=dead_letter)
     state = _entries_come_back(replace_messages(state, changed), {message_id.entry for message_id in changed},
                                counted=True)
     if not rewind:
@@ -593,7 +623,7 @@ def _entries_come_back(state: State, entries: set[int], *, counted: bool = False
             # as new copies that must all be acked again (found on the broker: ack m0.0, close,
             # subscribe, ack m0.1 and m0.2 of the new copy, close: the batch came a third time).
             changed[m.id] = m.with_(status=Status.AVAILABLE, fresh=False, ack_confirmed=False,
-                                    count_hi=m.count_hi + bump)
+                                    count_hi=m.count_hi + bump, dead_letter_unsure=False)
         else:
             changed[m.id] = m.with_(spare=m.spare + 1, count_hi=m.count_hi + bump)
     return replace_messages(state, changed)
@@ -634,6 +664,9 @@ def _handed_back(state: State, message: Message) -> Message:
     """A closed consumer's held message goes back to the broker. Its pending nack or ack timeout
     is dropped with the client's trackers (found on the broker: nack, close before the delay, the
     message comes back uncounted), so the count that request added may not happen."""
+    if message.dead_letter_unsure:
+        # Another consumer's client may have dead-lettered it: it may come once more, or never.
+        return message.with_(status=Status.ACKED, holder=None, back_from=None, back_by=None, spare=message.spare + 1)
     lo, hi = message.count_lo, message.count_hi
     if message.back_from is not None and state.spec.subscription_type.tracks_redelivery_count:
         lo = max(lo - 1, 0)
@@ -660,7 +693,7 @@ def _step_seek(state: State, op: o.Seek) -> Result:
             changed[message.id] = message.with_(status=Status.AVAILABLE, holder=None, back_from=None, back_by=None,
                                                 ack_confirmed=False, spare=message.spare + int(message.delivered),
                                                 count_lo=0, count_hi=message.count_hi + 1,
-                                                skipped_by=op.consumer if skipped else None)
+                                                skipped_by=op.consumer if skipped else None, dead_letter_unsure=False)
         elif message.status is not Status.ACKED or not message.ack_confirmed:
             changed[message.id] = message.with_(status=Status.ACKED, holder=None, ack_confirmed=True,
                                                 spare=0, back_from=None, back_by=None)
@@ -761,7 +794,7 @@ def _settle(state: State, observed: cur.Cursor) -> State:
             # doubt allowed; extra copies for other causes stay (found on the broker: after two
             # unloads c1 got m0, whose ack was lost, twice: its receiver queue and the reconnect).
             changed[message.id] = message.with_(status=Status.AVAILABLE, ack_confirmed=False,
-                                                spare=max(message.spare - 1, 0))
+                                                spare=max(message.spare - 1, 0), dead_letter_unsure=False)
     state = replace_messages(state, changed)
     confirmed_cursor = cur.from_acknowledged(observed.acknowledged(len(state.entries)) - set(range(observed.mark_delete + 1)),
                                              mark_delete=observed.mark_delete, batch_deleted=state.cursor.batch_deleted,

@@ -49,7 +49,8 @@ CHECKS = (
           specs={"Shared": SHARED, "Shared-batch-index-ack": SHARED.with_(client_batch_index_ack=True),
                  "Exclusive-batch-index-ack": EXCLUSIVE.with_(client_batch_index_ack=True)}),
     Check(area="seek", kinds=BASE + ("acknowledge", "seek"),
-          specs={"Exclusive": EXCLUSIVE, "Shared": SHARED}),
+          specs={"Exclusive": EXCLUSIVE, "Shared": SHARED,
+                 "Shared-batch-index-ack": SHARED.with_(client_batch_index_ack=True)}),
     # Restart and crash are checked by suites/broker/test_persistence.py: inside generated programs
     # they would restart the session's shared broker once per example.
     Check(area="persistence", kinds=BASE + ("acknowledge", "acknowledge_cumulative", "read_cursor", "unload"),

@@ -187,6 +187,25 @@ def test_seek_skips_the_target_for_the_seeking_consumer_and_keeps_it_for_the_nex
     assert [d.message for d in run.drain("b")] == skipped + after
 
 
+@pytest.mark.parametrize("spec", [EXCLUSIVE, SHARED], ids=["Exclusive", "Shared"])
+def test_seek_to_a_batch_index_forgets_the_batch_index_acks_of_its_entry(pulsar_target, names, spec):
+    """Observed on 4.0.7 with batch-index acks on (broker and client): m0.0 and m0.2 acked and
+    flushed, then seek(m0.1): the broker keeps none of the entry's acked indexes; the seeking
+    consumer receives only what follows m0.1, and the next consumer the whole batch again."""
+    run = _program(pulsar_target, names, spec.with_(client_batch_index_ack=True))
+    run.do(o.Subscribe(consumer="a"))
+    run.do(o.Send(keys=(None, None, None), batched=True))
+    run.do(o.Send())
+    assert [d.message for d in run.drain("a", idle_ms=500)] == [m(0, 0), m(0, 1), m(0, 2), m(1)]
+    run.do(o.Acknowledge(consumer="a", message=m(0, 0)))
+    run.do(o.Acknowledge(consumer="a", message=m(0, 2)))
+    run.do(o.Seek(consumer="a", message=m(0, 1)))
+    assert [d.message for d in run.drain("a")] == [m(0, 2), m(1)]
+    run.do(o.Close(consumer="a"))
+    run.do(o.Subscribe(consumer="b"))
+    assert [d.message for d in run.drain("b")] == [m(0, 0), m(0, 1), m(0, 2), m(1)]
+
+
 def test_each_exclusive_rewind_on_its_way_delivers_the_backlog_once_more(pulsar_target, names):
     """Observed on 4.0.7: on Exclusive a nack rewinds the whole subscription after the delay; two
     nacks before the first rewind landed deliver the unacknowledged backlog twice more (three

@@ -228,12 +228,14 @@ def _step_receive(state: State, op: o.Receive, completion: o.Completion) -> Resu
     if problem is not None:
         return problem
     first = not message.delivered and message.fresh
-    if message.dead_letter_unsure and message.status is Status.ACKED and not message.copied:
-        # The application got a copy after the point where the client may have dead-lettered it:
-        # it did not (a dead-lettered copy is dropped with the queue, and a later one would carry
-        # a count above the limit). Found on the broker: two redeliver calls in one millisecond,
-        # c0 then got m0 with count 1 (max 1) and held it; after c0's close c1 got it.
-        message = message.with_(status=Status.HELD, holder=op.consumer, dead_letter_unsure=False)
+    if message.dead_letter_unsure and message.status is Status.ACKED:
+        # A copy of a message its client may have dead-lettered: the application holds it either
+        # way (the client dead-letters what its receiver queue held when a redelivery was asked,
+        # and still hands the queued copy out), and whether it comes again after a close stays
+        # open. Found on the broker, both ways: c0 got m0 with count 1 (max 1) after two redeliver
+        # calls in one millisecond, and after c0's close c1 got it; c1 got m0 with count 1 queued
+        # before its redeliver call, and after c1's close m0 never came again.
+        message = message.with_(status=Status.HELD, holder=op.consumer)
     if message.status is Status.ACKED:
         delivered = message.with_(delivered=True, spare=max(message.spare - 1, 0))
     else:
@@ -530,9 +532,9 @@ def _requested(state: State, message: Message, back_from: int, back_by: int) -> 
     dead_letter = _goes_to_dead_letter(state, message)
     if dead_letter is True:
         return message.with_(status=Status.ACKED, holder=None, back_from=None, back_by=None, spare=0)
-    if dead_letter is None:
-        # Another copy the client got may carry the count that sends it to the DLQ: it may come
-        # once more or never.
+    if dead_letter is None or message.dead_letter_unsure:
+        # Another copy the client got may carry the count that sends it to the DLQ (or already
+        # did): it may come once more or never.
         # A copy that does come was requested earlier, or now: its count is anywhere up to the limit.
         limit = state.spec.max_redeliver_count
         return message.with_(status=Status.ACKED, holder=None, back_from=None, back_by=None, spare=message.spare + 1,

@@ -380,6 +380,22 @@ def test_a_batch_dead_lettered_whole_is_not_owed_again():
     assert check_nothing_lost(run(spec, program)).ok
 
 
+def test_a_copy_received_after_its_client_may_have_dead_lettered_it_may_or_may_not_come_back():
+    """Found on the broker (Shared, max_redeliver_count=1), both ways: c1's receiver queue held m0
+    with count 1 when c1 asked for a redelivery; c1 then received that copy and closed. Once m0
+    came again to c0 with count 1; once never (the client had dead-lettered the queued copy and
+    still handed it out). An application's ack settles it."""
+    spec = SHARED.with_(max_redeliver_count=1, nack_delay_ms=100)
+    program = [(o.Subscribe(consumer="c0"), o.ok()), *send(1), got("c0", m(0)), (o.Subscribe(consumer="c1"), o.ok()),
+               (o.NegativeAcknowledge(consumer="c0", message=m(0)), o.ok(at=1)),
+               (o.RedeliverUnacknowledgedMessages(consumer="c1"), o.ok(at=500)), got("c1", m(0), 1, at=501)]
+    closed = program + [(o.Close(consumer="c1"), o.ok(at=502))]
+    assert check_nothing_lost(run(spec, closed)).ok
+    assert run(spec, closed + [got("c0", m(0), 1, at=503)]).ok
+    acked = program + [(o.Acknowledge(consumer="c1", message=m(0)), o.ok(at=502)), (o.Close(consumer="c1"), o.ok(at=503))]
+    assert run(spec, acked + [got("c0", m(0), 1, at=504)]).violation.guarantee is Guarantee.NO_REDELIVERY_AFTER_ACK
+
+
 def test_two_redelivery_requests_before_the_first_lands_allow_the_first_count():
     """Found on the broker (Key_Shared): two redeliver calls in the same millisecond; m2 came back
     with count 1, not 2."""

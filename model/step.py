@@ -524,12 +524,12 @@ def _step_negative_acknowledge(state: State, op: o.NegativeAcknowledge, completi
 def _requested(state: State, message: Message, back_from: int, back_by: int) -> Message:
     """A redelivery of a held message was requested; it lands inside [back_from, back_by]."""
     bump = 1 if state.spec.subscription_type.tracks_redelivery_count else 0
-    if message.copied and bump:
+    dead_letter = _goes_to_dead_letter(state, message)
+    if message.copied and bump and dead_letter is False and not message.dead_letter_unsure:
         # The broker may hold it as pending on the other consumer and ignore the request (found on
         # the broker: c0 got m1 with count 1, c1 then its older queued copy with count 0; c1's
         # nack of m1 brought nothing back while c0 held it): it may come, it is not owed.
         return message.with_(spare=message.spare + 1, count_hi=message.count_hi + bump)
-    dead_letter = _goes_to_dead_letter(state, message)
     if dead_letter is True:
         return message.with_(status=Status.ACKED, holder=None, back_from=None, back_by=None, spare=0)
     if dead_letter is None or message.dead_letter_unsure:
@@ -576,12 +576,16 @@ def _redeliver(state: State, consumer: str, at: int, *, window: tuple[int, int])
                 # redeliver calls in the same millisecond, m2 came with count 1).
                 requested = requested.with_(spare=requested.spare + 1, count_lo=message.count_lo)
             changed[message.id] = requested
-        elif limit is not None and message.status is Status.HELD and message.copied and message.floor >= limit:
+        elif message.status is Status.HELD and message.copied and state.spec.subscription_type.tracks_redelivery_count:
             # Another consumer holds it as the model has it, but this one's application may hold a
-            # copy whose count reached the limit: its client may dead-letter it (found on the
-            # broker: c1 got m3 with count 1, max 1, c0 then an older queued copy with count 0;
-            # after c1's redeliver and c0's close, m3 never came again).
-            changed[message.id] = message.with_(dead_letter_unsure=True)
+            # copy too, which the broker may count as pending here: it may come once more, counted
+            # (found on the broker: c0 got m0.0 with count 3, c1 then with count 2; c0's redeliver
+            # brought it to c1 with count 4). If that copy's count reached the limit, its client
+            # may dead-letter it instead (c1 got m3 with count 1, max 1, c0 then an older queued
+            # copy with count 0; after c1's redeliver and c0's close, m3 never came again).
+            changed[message.id] = message.with_(spare=message.spare + 1, count_hi=message.count_hi + 1,
+                                                dead_letter_unsure=message.dead_letter_unsure
+                                                or (limit is not None and message.floor >= limit))
         elif message.status is Status.ACKED and not message.ack_confirmed and rewind:
             changed[message.id] = message.with_(spare=message.spare + 1)
         elif message.status is Status.AVAILABLE:
@@ -606,7 +610,8 @@ def _redeliver(state: State, consumer: str, at: int, *, window: tuple[int, int])
     return _unstall(state).with_(cursor=cur.rewind(state.cursor), rewind_window=landing, rewinds=state.rewinds + 1)
 
 
-def _entries_come_back(state: State, entries: set[int], *, counted: bool = False) -> State:
+def _entries_come_back(state: State, entries: set[int], *, counted: bool = False,
+                       owed: set[int] | None = None) -> State:
     """A redelivered batch entry comes back whole without batch-index acks (the broker deletes the
     entry only when every index is acked): its acked messages may be delivered again, counted with
     the entry when the redelivery is. With batch-index acks the broker filters the indexes it has;
@@ -620,7 +625,8 @@ def _entries_come_back(state: State, entries: set[int], *, counted: bool = False
                 and not state.cursor.is_acknowledged(m.id.entry)
                 and not (state.spec.batch_index_ack and m.ack_confirmed)):
             continue
-        if not state.spec.batch_index_ack and m.id not in pending and m.id.entry in partly_acked:
+        if (not state.spec.batch_index_ack and m.id not in pending and m.id.entry in partly_acked
+                and (owed is None or m.id.entry in owed)):
             # The client kept that partial batch ack with the copy it acked; the entry comes back
             # as new copies that must all be acked again (found on the broker: ack m0.0, close,
             # subscribe, ack m0.1 and m0.2 of the new copy, close: the batch came a third time).
@@ -640,13 +646,16 @@ def _step_close(state: State, op: o.Close) -> Result:
     # Observed on 4.0.7: the closed consumer's held messages go to the others with their redelivery
     # count unchanged (the research notes expected +1, after apache/pulsar#5895).
     changed = {m.id: _handed_back(state, m) for m in state.messages if m.status is Status.HELD and m.holder == op.consumer}
+    # A partly acked batch must come back only if the closing consumer had it (found on the broker:
+    # c1 held m0.1 and m0.2 and had m0.0 dead-lettered; c0's close brought nothing back).
+    closers_entries = {message_id.entry for message_id in changed}
     if remaining:
         # Messages in the closed consumer's receiver queue go to the others, out of publish order.
         changed.update({m.id: m.with_(fresh=False) for m in state.messages
                         if m.status is Status.AVAILABLE and m.fresh})
     # Any batch entry not yet deleted may have been pending on this consumer, its receiver queue
     # included (found on the broker: c0 got a batch, acked m0.0, closed; c2 got m0.0 again).
-    state = _entries_come_back(replace_messages(state, changed), set(range(len(state.entries))))
+    state = _entries_come_back(replace_messages(state, changed), set(range(len(state.entries))), owed=closers_entries)
     # What its client skipped after a seek is owed to the others now.
     state = replace_messages(state, {m.id: m.with_(skipped_by=None) for m in state.messages
                                      if m.skipped_by == op.consumer})

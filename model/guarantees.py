@@ -21,6 +21,7 @@ class Guarantee(StrEnum):
     CURSOR = "cursor"
     ACK = "ack"
     SUBSCRIBE = "subscribe"
+    RECEIVER_QUEUE = "receiver-queue"
 
     @property
     def promise(self) -> str:
@@ -53,4 +54,8 @@ PROMISES = {
         "the broker's cursor (markDeletePosition, individually deleted ranges) reflects exactly the acks it received",
     Guarantee.ACK: "acknowledging a received message succeeds on a connected consumer",
     Guarantee.SUBSCRIBE: "subscribing succeeds unless the subscription type forbids it",
+    Guarantee.RECEIVER_QUEUE:
+        "on Shared, the broker sends a consumer only what its flow permits allow (receiver_queue_size, a batch "
+        "entry may overshoot it; one message for a zero-queue consumer that is waiting in receive): what an idle "
+        "consumer cannot hold goes to the others",
 }

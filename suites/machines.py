@@ -24,7 +24,7 @@ from model import ops as o
 from model.describe import describe_completion, describe_op
 from model.spec import Spec
 from model.vocabulary import CANDIDATES, candidates
-from suites.programs import DRAIN, perform, settle, tighten
+from suites.programs import DRAIN, DRAIN_OTHERS, Step, perform, settle, take, tighten
 
 ALL_KINDS = tuple(k for k in CANDIDATES if k not in ("restart", "crash"))
 
@@ -77,10 +77,24 @@ def conformance_machine(target, spec: Spec, program_ids, *, kinds=ALL_KINDS, dra
             if current_build_context().is_final:
                 note(f"drain -> {', '.join(str(d.message) for d in deliveries) or 'nothing'}")
 
+        if DRAIN_OTHERS in kinds:  # not an op: the check lists it among its kinds
+            @precondition(lambda self: len(self.candidates("receive")) > 1)
+            @rule(idle=st.integers(0, 255))
+            def drain_others(self, idle: int) -> None:
+                """Drain every consumer but one, which takes nothing meanwhile: what does not fit in
+                its receiver queue must come to the others."""
+                names = [op.consumer for op in self.candidates("receive")]
+                left = names[idle % len(names)]
+                before = len(self.run.history)
+                take(self.run, Step(rule=DRAIN_OTHERS, idle=left), drain_idle_ms)
+                deliveries = [c.value for _, c in self.run.history[before:] if isinstance(c.value, o.Delivery)]
+                if current_build_context().is_final:
+                    note(f"drain all but {left} -> {', '.join(str(d.message) for d in deliveries) or 'nothing'}")
+
         def teardown(self) -> None:
             settle(self.run, drain_idle_ms)
 
-    for kind in kinds:
+    for kind in (k for k in kinds if k != DRAIN_OTHERS):
         _add_rule(ConformanceMachine, kind, guarded=deterministic or kind not in OBSERVATION_DEPENDENT)
     ConformanceMachine.__name__ = ConformanceMachine.__qualname__ = "ConformanceMachine"
     return ConformanceMachine

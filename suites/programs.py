@@ -26,6 +26,10 @@ from model.state import Status
 from model.vocabulary import candidates
 
 DRAIN = "drain"
+# Drain every consumer but one (`Step.idle`), which takes nothing meanwhile: what does not fit in
+# its receiver queue must come to the others (Shared flow permits, model.nondet.check_receiver_queues).
+# Its mark in a history's steps is "drain_others:<idle consumer>".
+DRAIN_OTHERS = "drain_others"
 TEARDOWN = "teardown"
 MAX_RUNS = 400  # programs tried by one `tighten`: it stops with the best so far
 SLOW_RECEIVE_MS = 300  # a message the model says is there: wait for it
@@ -34,13 +38,22 @@ FAST_RECEIVE_MS = 10  # nothing is owed: a short look is enough
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Step:
-    """One rule step of a program: a concrete op of a kind, or a drain (op None)."""
+    """One rule step of a program: a concrete op of a kind, or a drain (op None; `idle`: the
+    consumer a drain_others leaves out)."""
 
     rule: str
     op: o.Op | None = None
+    idle: str | None = None
 
     def __str__(self) -> str:
+        if self.rule == DRAIN_OTHERS:
+            return f"{DRAIN_OTHERS}(idle={self.idle!r})"
         return self.rule if self.op is None else repr(self.op)
+
+    @property
+    def mark(self) -> str:
+        """The name the step is marked with in a history's steps."""
+        return f"{DRAIN_OTHERS}:{self.idle}" if self.rule == DRAIN_OTHERS else self.rule
 
 
 class NotAProgram(Exception):
@@ -56,6 +69,8 @@ def steps_of(failure: ConformanceFailure) -> tuple[Step, ...]:
             break
         if rule == DRAIN:
             steps.append(Step(rule=DRAIN))
+        elif rule.startswith(DRAIN_OTHERS + ":"):
+            steps.append(Step(rule=DRAIN_OTHERS, idle=rule.split(":", 1)[1]))
         elif end > start:
             op = failure.history[start][0]
             steps.append(Step(rule=rule, op=_untimed(op)))
@@ -88,10 +103,15 @@ def take(run: Lockstep, step: Step, drain_idle_ms: int, *, checked: bool = False
     """Take one step as the machine does (`checked`: refuse an op the model does not offer)."""
     if checked and step.op is not None and step.op not in candidates(next(iter(run.verdict.states)), step.rule):
         raise NotAProgram(step)
-    if checked and step.op is None and not candidates(next(iter(run.verdict.states)), "receive"):
+    receivers = [op.consumer for op in candidates(next(iter(run.verdict.states)), "receive")]
+    if checked and step.op is None and not receivers:
         raise NotAProgram(step)
-    run.begin(step.rule)
-    if step.op is None:
+    if checked and step.rule == DRAIN_OTHERS and (len(receivers) < 2 or step.idle not in receivers):
+        raise NotAProgram(step)
+    run.begin(step.mark)
+    if step.rule == DRAIN_OTHERS:
+        run.drain(*(name for name in receivers if name != step.idle), idle_ms=drain_idle_ms)
+    elif step.op is None:
         run.drain(idle_ms=drain_idle_ms)
     else:
         perform(run, step.op)
@@ -147,7 +167,7 @@ def _variants(program: tuple[Step, ...], failure: ConformanceFailure):
     for i in reversed(range(len(program))):
         yield program[:i] + program[i + 1:]
     for i, step in enumerate(program):
-        if step.rule == DRAIN:
+        if step.rule in (DRAIN, DRAIN_OTHERS):
             yield program[:i] + _receives_of_drain(failure, i) + program[i + 1:]
     states = _states_before_steps(failure)
     for i, step in enumerate(program):

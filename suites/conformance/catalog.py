@@ -51,6 +51,9 @@ CHECKS = (
     Check(area="seek", kinds=BASE + ("acknowledge", "seek"),
           specs={"Exclusive": EXCLUSIVE, "Shared": SHARED,
                  "Shared-batch-index-ack": SHARED.with_(client_batch_index_ack=True)}),
+    Check(area="receiver_queue", kinds=BASE + ("acknowledge", "close", "drain_others"),
+          specs={"Shared-queue-1": SHARED.with_(receiver_queue_size=1), "Shared-queue-3": SHARED.with_(receiver_queue_size=3),
+                 "Shared-zero-queue": SHARED.with_(receiver_queue_size=0)}),
     # Restart and crash are checked by suites/broker/test_persistence.py: inside generated programs
     # they would restart the session's shared broker once per example.
     Check(area="persistence", kinds=BASE + ("acknowledge", "acknowledge_cumulative", "read_cursor", "unload"),

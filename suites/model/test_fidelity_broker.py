@@ -206,6 +206,24 @@ def test_seek_to_a_batch_index_forgets_the_batch_index_acks_of_its_entry(pulsar_
     assert [d.message for d in run.drain("b")] == [m(0, 0), m(0, 1), m(0, 2), m(1)]
 
 
+@pytest.mark.parametrize(("queue", "batched", "kept"), [(2, False, 2), (5, False, 5), (1, True, 3), (5, True, 6)],
+                         ids=["queue-2", "queue-5", "queue-1-batches", "queue-5-batches"])
+def test_an_idle_shared_consumer_keeps_only_its_receiver_queue(pulsar_target, names, queue, batched, kept):
+    """Observed on 4.0.7: with c0 idle and c1 draining, c0's receiver queue kept at most
+    receiver_queue_size messages, or whole batch entries until the size was reached (one entry of
+    3 for size 1); everything else came to c1, and the rest to c0 once it received."""
+    run = _program(pulsar_target, names, SHARED.with_(receiver_queue_size=queue))
+    run.do(o.Subscribe(consumer="c0"))
+    run.do(o.Subscribe(consumer="c1"))
+    for _ in range(6):
+        run.do(o.Send(keys=(None, None, None), batched=True) if batched else o.Send())
+    total = 18 if batched else 6
+    time.sleep(0.3)  # let the broker fill c0's queue first
+    to_c1 = len(run.drain("c1", idle_ms=500))  # the model checks the bound as the drain ends
+    assert to_c1 >= total - kept
+    assert len(run.drain("c0", idle_ms=500)) == total - to_c1
+
+
 def test_each_exclusive_rewind_on_its_way_delivers_the_backlog_once_more(pulsar_target, names):
     """Observed on 4.0.7: on Exclusive a nack rewinds the whole subscription after the delay; two
     nacks before the first rewind landed deliver the unacknowledged backlog twice more (three

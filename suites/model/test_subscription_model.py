@@ -11,7 +11,7 @@ from model import cursor as cur
 from model import ops as o
 from model.describe import describe_completion, describe_op, describe_state
 from model.guarantees import Guarantee
-from model.nondet import apply, check_nothing_lost, start
+from model.nondet import apply, check_nothing_lost, check_receiver_queues, start
 from model.spec import InitialPosition, Spec, SubscriptionType
 
 SHARED = Spec(subscription_type=SubscriptionType.SHARED, nack_delay_ms=300)
@@ -394,6 +394,34 @@ def test_a_copy_received_after_its_client_may_have_dead_lettered_it_may_or_may_n
     assert run(spec, closed + [got("c0", m(0), 1, at=503)]).ok
     acked = program + [(o.Acknowledge(consumer="c1", message=m(0)), o.ok(at=502)), (o.Close(consumer="c1"), o.ok(at=503))]
     assert run(spec, acked + [got("c0", m(0), 1, at=504)]).violation.guarantee is Guarantee.NO_REDELIVERY_AFTER_ACK
+
+
+@pytest.mark.parametrize(("queue", "room"), [(0, 1), (1, 1), (2, 2)])
+def test_an_idle_shared_consumer_holds_no_more_than_its_receiver_queue(queue, room):
+    """Flow permits: after c1 was drained while c0 took nothing, at most c0's receiver queue may
+    be missing (a zero-queue consumer holds one message, for a receive that may still wait)."""
+    spec = SHARED.with_(receiver_queue_size=queue)
+    program = [(o.Subscribe(consumer="c0"), o.ok()), (o.Subscribe(consumer="c1"), o.ok()), *send(4)]
+    drained = frozenset({"c1"})
+    enough = run(spec, program + [got("c1", m(i)) for i in range(4 - room)])
+    assert check_receiver_queues(enough, drained).ok
+    short = run(spec, program + [got("c1", m(i)) for i in range(3 - room)])
+    assert check_receiver_queues(short, drained).violation.guarantee is Guarantee.RECEIVER_QUEUE
+    assert check_nothing_lost(short).violation.guarantee is Guarantee.NO_LOSS  # had c0 been drained too
+
+
+def test_a_batch_entry_may_overshoot_the_receiver_queue():
+    spec = SHARED.with_(receiver_queue_size=1)
+    program = [(o.Subscribe(consumer="c0"), o.ok()), (o.Subscribe(consumer="c1"), o.ok()),
+               (o.Send(keys=(None, None, None), batched=True), o.ok()), *send(1)]
+    assert check_receiver_queues(run(spec, program + [got("c1", m(1))]), frozenset({"c1"})).ok
+    assert not check_receiver_queues(run(spec, program), frozenset({"c1"})).ok
+
+
+def test_the_receiver_queue_bound_is_checked_on_shared_only():
+    key_shared = SHARED.with_(subscription_type=SubscriptionType.KEY_SHARED, receiver_queue_size=1)
+    program = [(o.Subscribe(consumer="c0"), o.ok()), (o.Subscribe(consumer="c1"), o.ok()), *send(4)]
+    assert check_receiver_queues(run(key_shared, program), frozenset({"c1"})).ok  # keys decide there
 
 
 def test_two_redelivery_requests_before_the_first_lands_allow_the_first_count():

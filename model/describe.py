@@ -59,5 +59,7 @@ def describe_state(state: State) -> str:
     by_status = {status: [str(m.id) for m in state.messages if m.status is status] for status in Status}
     held = ", ".join(f"{m.id}@{m.holder}" for m in state.messages if m.status is Status.HELD) or "-"
     consumers = ", ".join(c.name for c in state.connected()) or "-"
+    unsure = [str(m.id) for m in state.messages if m.dead_letter_unsure]
+    maybe = f" maybe-dead-lettered=[{', '.join(unsure)}]" if unsure else ""
     return (f"t={state.now}ms consumers=[{consumers}] available=[{', '.join(by_status[Status.AVAILABLE])}] "
-            f"held=[{held}] acked=[{', '.join(by_status[Status.ACKED])}] cursor: {cur.describe(state.cursor)}")
+            f"held=[{held}] acked=[{', '.join(by_status[Status.ACKED])}]{maybe} cursor: {cur.describe(state.cursor)}")

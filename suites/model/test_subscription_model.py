@@ -394,6 +394,8 @@ def test_a_copy_received_after_its_client_may_have_dead_lettered_it_may_or_may_n
     assert run(spec, closed + [got("c0", m(0), 1, at=503)]).ok
     acked = program + [(o.Acknowledge(consumer="c1", message=m(0)), o.ok(at=502)), (o.Close(consumer="c1"), o.ok(at=503))]
     assert run(spec, acked + [got("c0", m(0), 1, at=504)]).violation.guarantee is Guarantee.NO_REDELIVERY_AFTER_ACK
+    (state,) = run(spec, closed).states
+    assert "maybe-dead-lettered=[m0]" in describe_state(state)
 
 
 @pytest.mark.parametrize(("queue", "room"), [(0, 1), (1, 1), (2, 2)])

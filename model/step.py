@@ -425,6 +425,14 @@ def _step_acknowledge(state: State, op: o.Acknowledge, completion: o.Completion)
         # came again with count 0).
         acked = acked.with_(floor=0)
     state = replace_message(state, acked)
+    if op.message.index >= 0 and state.spec.batch_index_ack and state.spec.subscription_type.tracks_redelivery_count:
+        # The tracker counts per entry and forgets the entry at a batch-index ack: the other
+        # indexes' copies to come are counted from nothing again, a redelivery already requested
+        # counted once if the ack reached the broker first (found on the broker: m0.0 nacked twice,
+        # m0.2 acked with the second nack, m0.0 came back with count 1, not 2).
+        state = replace_messages(state, {m.id: m.with_(floor=min(m.floor, 1 if m.back_from is not None else 0))
+                                         for m in state.messages
+                                         if m.id.entry == op.message.entry and m.id != op.message})
     return replace_consumer(state, consumer.with_(pending_acks=consumer.pending_acks + (("individual", op.message),)))
 
 

@@ -426,6 +426,24 @@ def test_the_receiver_queue_bound_is_checked_on_shared_only():
     assert check_receiver_queues(run(key_shared, program), frozenset({"c1"})).ok  # keys decide there
 
 
+def test_a_batch_index_ack_makes_the_tracker_forget_the_entry_count():
+    """Found on the broker (Shared, batch-index acks on): the redelivery tracker counts per entry
+    and forgets it when an index is acked, so a sibling's next redelivery may count from nothing:
+    m0.0 nacked twice, m0.2 acked with the second nack, m0.0 came back with count 1."""
+    spec = SHARED.with_(client_batch_index_ack=True, nack_delay_ms=100)
+    program = [(o.Subscribe(consumer="c0"), o.ok()), (o.Send(keys=(None, None, None), batched=True), o.ok()),
+               got("c0", m(0, 0)), got("c0", m(0, 1)), got("c0", m(0, 2)),
+               (o.NegativeAcknowledge(consumer="c0", message=m(0, 0)), o.ok(at=1)),
+               got("c0", m(0, 0), 1, at=150), got("c0", m(0, 1), 1, at=150), got("c0", m(0, 2), 1, at=150),
+               (o.NegativeAcknowledge(consumer="c0", message=m(0, 0)), o.ok(at=160))]
+    acked = program + [(o.Acknowledge(consumer="c0", message=m(0, 2)), o.ok(at=160))]
+    assert run(spec, acked + [got("c0", m(0, 0), 1, at=300)]).ok
+    assert run(spec, acked + [got("c0", m(0, 0), 2, at=300)]).ok  # the request reached the broker first
+    assert run(spec, program + [got("c0", m(0, 0), 1, at=300)]).violation.guarantee is Guarantee.REDELIVERY_COUNT
+    no_index_acks = SHARED.with_(nack_delay_ms=100)  # the client keeps a partial batch ack to itself
+    assert run(no_index_acks, acked + [got("c0", m(0, 0), 1, at=300)]).violation.guarantee is Guarantee.REDELIVERY_COUNT
+
+
 def test_two_redelivery_requests_before_the_first_lands_allow_the_first_count():
     """Found on the broker (Key_Shared): two redeliver calls in the same millisecond; m2 came back
     with count 1, not 2."""

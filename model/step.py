@@ -75,7 +75,9 @@ def _advance_clock(state: State, at: int) -> State:
         return state
     if state.spec.ack_timeout_ms is not None:
         state = _ack_timeouts_open(state, now)
-    due = {m.id: m.with_(status=Status.AVAILABLE, holder=None, back_from=None, back_by=None)
+    # A due message whose client may dead-letter it when the timer fires is gone, or may come.
+    due = {m.id: m.with_(status=Status.ACKED if m.dead_letter_unsure else Status.AVAILABLE, holder=None,
+                         back_from=None, back_by=None)
            for m in state.messages if m.status is Status.HELD and m.back_by is not None and m.back_by <= now}
     state = replace_messages(state.with_(now=now), due)
     if state.rewind_window is not None and now > state.rewind_window[1]:
@@ -254,7 +256,11 @@ def _step_receive(state: State, op: o.Receive, completion: o.Completion) -> Resu
         # (found on the broker: c0 held m0.0 with count 1, c1 got it with count 2, then after c0's
         # close c2 got it with count 1).
         delivered = delivered.with_(floor=min(message.held_count, message.floor), copied=True)
-    delivered = delivered.with_(count_lo=lowest, count_hi=delivery.redelivery_count + extra,
+    # A copy still to come may also be one a request sent after the copy just received (found on
+    # the broker: c2's redeliver sent m1.0 with count 3 while c1's queue gave an older copy with
+    # count 1): the upper bound stays where it was.
+    highest = max(message.count_hi, delivery.redelivery_count + extra) if extra else delivery.redelivery_count
+    delivered = delivered.with_(count_lo=lowest, count_hi=highest,
                                 held_count=delivery.redelivery_count)
     if state.rewind_window is not None and delivered.status is Status.HELD and message.status is Status.AVAILABLE:
         # First received while rewinds are on their way: each may deliver it once more.
@@ -539,6 +545,11 @@ def _requested(state: State, message: Message, back_from: int, back_by: int) -> 
         # nack of m1 brought nothing back while c0 held it): it may come, it is not owed.
         return message.with_(spare=message.spare + 1, count_hi=message.count_hi + bump)
     if dead_letter is True:
+        if back_from > state.now:
+            # A nack or an ack timeout: the client dead-letters when its timer fires, and a close
+            # before that drops the timer (found on the broker: c1 held m0 with count 1, max 1,
+            # nacked it and closed within 10 ms; m0 came again with count 0).
+            return message.with_(back_from=back_from, back_by=back_by, dead_letter_unsure=True)
         return message.with_(status=Status.ACKED, holder=None, back_from=None, back_by=None, spare=0)
     if dead_letter is None or message.dead_letter_unsure:
         # Another copy the client got may carry the count that sends it to the DLQ (or already

@@ -242,10 +242,14 @@ def _step_receive(state: State, op: o.Receive, completion: o.Completion) -> Resu
         delivered = message.with_(delivered=True, spare=max(message.spare - 1, 0))
     else:
         window_open = message.back_from is not None and state.now >= message.back_from
-        # A delivery uses up the open redelivery window first, else one spare delivery.
-        spare = message.spare if window_open or message.status is Status.AVAILABLE else max(message.spare - 1, 0)
+        # A delivery uses up the open redelivery window first, else one spare delivery; a spare one
+        # leaves a requested redelivery on its way (found on the broker: Exclusive, zero queue, a
+        # rewind delivered m0 while a later nack's rewind was pending, which delivered it again).
+        used_spare = not window_open and message.status is not Status.AVAILABLE
+        spare = max(message.spare - 1, 0) if used_spare else message.spare
+        pending = (message.back_from, message.back_by) if used_spare else (None, None)
         delivered = message.with_(status=Status.HELD, holder=op.consumer, delivered=True, spare=spare,
-                                  back_from=None, back_by=None, skipped_by=None, stalled=False)
+                                  back_from=pending[0], back_by=pending[1], skipped_by=None, stalled=False)
     # A spare copy still to come was dispatched again by a later request: it may carry a higher
     # count; or it is an older copy still queued (found on the broker: c1 got m0.0 with count 2,
     # then c0's receiver queue gave it with count 1): it may carry a lower one.
@@ -277,7 +281,11 @@ def _step_receive(state: State, op: o.Receive, completion: o.Completion) -> Resu
             earlier = [m.back_from for m in state.messages
                        if m.holder == op.consumer and m.status is Status.HELD and m.back_from is not None]
             back_from = max(state.now, min(earlier, default=back_from))
+        pending = (delivered.back_from, delivered.back_by)
         delivered = _requested(state, delivered, back_from, state.now + window[1])
+        if pending[0] is not None and delivered.back_from is not None:
+            delivered = delivered.with_(back_from=min(pending[0], delivered.back_from),
+                                        back_by=max(pending[1], delivered.back_by))
     state = replace_message(state, delivered)
     if first:
         state = replace_consumer(state, consumer.with_(last_first_delivery=max(consumer.last_first_delivery,

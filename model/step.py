@@ -347,8 +347,11 @@ def _key_shared_problem(state: State, message: Message, consumer: str) -> Violat
         if consumer not in movers and not _stale_key_copy(state, message, state.consumer(consumer)):
             return Violation(guarantee=Guarantee.KEY_SHARED_STICKINESS,
                              detail=f"key {key!r} is bound to connected {owner}, yet {consumer} received {message.id}")
+        # A held message with a spare copy to come may be a stale queued copy the broker no longer
+        # counts as pending on the owner (found on the broker: c1's redeliver sent m0 on while its
+        # queue gave c1 the old copies; m0 then went to c0, which had rejoined under its name).
         held = [m.id for m in state.messages if m.key == key and m.status is Status.HELD and m.holder == owner
-                and m.back_from is None]
+                and m.back_from is None and m.spare == 0]
         if held and message.fresh and state.consumer(owner) is not None and owner not in movers:
             # PIP-379: a key moves to a joined consumer only once its old owner acked what it holds.
             return Violation(guarantee=Guarantee.KEY_SHARED_STICKINESS,

@@ -75,15 +75,16 @@ def test_acks_survive_a_graceful_restart(pulsar_broker, pulsar_client, names):
 
 @pytest.mark.restarts_broker
 def test_a_crash_brings_the_cursor_back_to_an_earlier_state_and_redelivers_what_it_lost(
-        pulsar_broker, pulsar_client, names, record_property):
+        pulsar_broker, pulsar_client, names):
     broker = pulsar_broker.require_control()
     topic = names.topic()
     positions, acked, before = _ack_and_confirm(pulsar_broker, pulsar_client, topic)
     broker.crash()
     after = pulsar_broker.admin.cursor(topic, SUBSCRIPTION)
     survived = {n for n in positions if after.is_acknowledged(positions[n])}
-    record_property("acks_lost_in_crash", sorted(acked - survived))
+    lost = sorted(acked - survived)
 
     assert after.mark_delete_position <= before.mark_delete_position
     assert survived <= acked, "after a crash the cursor may only have lost acks, never gained one"
-    assert _redelivered(pulsar_client, topic) == [n for n in sorted(positions) if n not in survived]
+    assert _redelivered(pulsar_client, topic) == [n for n in sorted(positions) if n not in survived], \
+        f"acks the crash lost: {lost}"

@@ -33,7 +33,7 @@ from fixtures.targets.lockstep import ConformanceFailure, Lockstep
 from model.guarantees import Guarantee
 from model.spec import Spec
 from model.vocabulary import candidates
-from suites.programs import DRAIN, Step, settle, take
+from suites.programs import DRAIN, DRAIN_OTHERS, Step, settle, take
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -110,13 +110,20 @@ def _cost(unit: str, program: tuple[Step, ...], failure: ConformanceFailure) -> 
 
 
 def _steps(run: Lockstep, kinds: tuple[str, ...]):
-    """Every rule step the machine could take next: the candidates of its kinds, and a drain."""
+    """Every rule step the machine could take next: the candidates of its kinds, a drain, and (when
+    the check lists it) a drain of every consumer but one, for each one left idle."""
     state = next(iter(run.verdict.states))
     for kind in kinds:
+        if kind == DRAIN_OTHERS:
+            continue
         for op in candidates(state, kind):
             yield Step(rule=kind, op=op)
-    if candidates(state, "receive"):
+    receivers = [op.consumer for op in candidates(state, "receive")]
+    if receivers:
         yield Step(rule=DRAIN)
+    if DRAIN_OTHERS in kinds and len(receivers) > 1:
+        for idle in receivers:
+            yield Step(rule=DRAIN_OTHERS, idle=idle)
 
 
 def _fork(run: Lockstep) -> Lockstep:

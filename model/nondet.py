@@ -69,9 +69,7 @@ def check_nothing_lost(verdict: Verdict) -> Verdict:
     owed_per_state = []
     for state in verdict.states:
         dispatching = state.connected() and state.now >= state.paused_until
-        owed = ([m.id for m in state.messages if m.status is Status.AVAILABLE
-                and not m.stalled and not _key_may_be_draining(state, m.key) and not _skipped(state, m.skipped_by)]
-                if dispatching else [])
+        owed = _owed(state) if dispatching else []
         if not owed:
             return verdict
         owed_per_state.append(owed)
@@ -99,8 +97,7 @@ def check_receiver_queues(verdict: Verdict, drained: frozenset[str]) -> Verdict:
         idle = [c for c in state.connected() if c.name not in drained]
         if state.spec.subscription_type is not SubscriptionType.SHARED or not idle or state.now < state.paused_until:
             return verdict
-        owed = [m.id for m in state.messages if m.status is Status.AVAILABLE and not m.stalled
-                and not _skipped(state, m.skipped_by)]
+        owed = _owed(state)
         room = len(idle) * queue_room(state)
         if len(owed) <= room:
             return verdict
@@ -120,6 +117,13 @@ def queue_room(state: State) -> int:
         return 1
     largest_batch = max(state.entries, default=0)  # 0: not batched
     return size + max(largest_batch - 1, 0)
+
+
+def _owed(state: State) -> list:
+    """The messages the broker must hand out while dispatching: back or never delivered, unless
+    stalled, held back for a draining key, or skipped by the consumer that sought past them."""
+    return [m.id for m in state.messages if m.status is Status.AVAILABLE and not m.stalled
+            and not _key_may_be_draining(state, m.key) and not _skipped(state, m.skipped_by)]
 
 
 def _skipped(state: State, seeker: str | None) -> bool:

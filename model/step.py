@@ -678,15 +678,15 @@ def _step_close(state: State, op: o.Close) -> Result:
     # Observed on 4.0.7: the closed consumer's held messages go to the others with their redelivery
     # count unchanged (the research notes expected +1, after apache/pulsar#5895).
     changed = {m.id: _handed_back(state, m) for m in state.messages if m.status is Status.HELD and m.holder == op.consumer}
+    # A partly acked batch must come back only if the closing consumer had it (found on the broker:
+    # c1 held m0.1 and m0.2 and had m0.0 dead-lettered; c0's close brought nothing back).
+    closers_entries = {message_id.entry for message_id in changed}
     if tracked:
         # A message another consumer holds as the model has it may have a copy in this one's
         # application too: the close hands that copy back, with its count (found on the broker: c0
         # held m1.0 with count 1 and c2 an older copy with count 0; after c0's close c1 got it).
         changed.update({m.id: m.with_(spare=m.spare + 1) for m in state.messages
                         if m.status is Status.HELD and m.copied and m.holder != op.consumer})
-    # A partly acked batch must come back only if the closing consumer had it (found on the broker:
-    # c1 held m0.1 and m0.2 and had m0.0 dead-lettered; c0's close brought nothing back).
-    closers_entries = {m.entry for m, held in changed.items() if held.status is not Status.HELD}
     if remaining:
         # Messages in the closed consumer's receiver queue go to the others, out of publish order.
         changed.update({m.id: m.with_(fresh=False) for m in state.messages

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from fixtures.admin import AdminClient
+from fixtures.targets.pulsar_target import SUBSCRIPTION
 from model import ops as o
 from model.history import from_json_line, op_of, spec_of
 
@@ -39,7 +39,7 @@ def _program():
 
 def test_the_last_key_shared_consumer_gets_the_replayed_messages(pulsar_target, pulsar_broker, names):
     spec, ops = _program()
-    admin = AdminClient(pulsar_broker.admin_url)
+    admin = pulsar_target.admin
     version = pulsar_broker.version or admin.broker_version()
     stalls = []
     for run in range(RUNS):
@@ -52,7 +52,7 @@ def test_the_last_key_shared_consumer_gets_the_replayed_messages(pulsar_target, 
             if delivery is not None:
                 got.append(delivery.message)
         if len(got) < 9:
-            stats = admin.subscription_stats(pulsar_target.topic, "conformance")
+            stats = admin.subscription_stats(pulsar_target.topic, SUBSCRIPTION)
             stalls.append(f"run {run}: {len(got)} of 9 in {DRAIN_S:.0f} s, msgInReplay {stats.msg_in_replay}, "
                           f"permits {[c.available_permits for c in stats.consumers]}")
     if stalls and version in KNOWN_TO_STALL:

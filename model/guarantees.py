@@ -55,7 +55,7 @@ PROMISES = {
     Guarantee.ACK: "acknowledging a received message succeeds on a connected consumer",
     Guarantee.SUBSCRIBE: "subscribing succeeds unless the subscription type forbids it",
     Guarantee.RECEIVER_QUEUE:
-        "on Shared, the broker sends a consumer only what its flow permits allow (receiver_queue_size, a batch "
-        "entry may overshoot it; one message for a zero-queue consumer that is waiting in receive): what an idle "
+        "on Shared, the broker sends a consumer only what its flow permits allow (at most receiver_queue_size "
+        "entries, whole batches; one message for a zero-queue consumer that is waiting in receive): what an idle "
         "consumer cannot hold goes to the others",
 }

@@ -563,7 +563,10 @@ def _requested(state: State, message: Message, back_from: int, back_by: int) -> 
             # before that drops the timer (found on the broker: c1 held m0 with count 1, max 1,
             # nacked it and closed within 10 ms; m0 came again with count 0).
             return message.with_(back_from=back_from, back_by=back_by, dead_letter_unsure=True)
-        return message.with_(status=Status.ACKED, holder=None, back_from=None, back_by=None, spare=0)
+        # Dead-lettered by this client: copies queued elsewhere are still handed out (found on the
+        # broker: c1's redeliver brought m2 to c0 with count 1, max 1; c0's redeliver dead-lettered
+        # it, then c1 got the copy its queue kept from before, with count 0).
+        return message.with_(status=Status.ACKED, holder=None, back_from=None, back_by=None)
     if dead_letter is None or message.dead_letter_unsure:
         # Another copy the client got may carry the count that sends it to the DLQ (or already
         # did): it may come once more or never.

@@ -47,12 +47,16 @@ def stem_for(area: str, spec_id: str, index: int = 0) -> str:
 def expectation_of(failure: FailureLike, **context: object) -> dict:
     """The sidecar: what a replay of the history must find, and where the failure came from."""
     violation = failure.violation
-    drained = violation.guarantee is Guarantee.NO_LOSS  # only the check after a drain finds a loss
+    # The drain check that found it (fixtures.targets.lockstep.Drained); a target's own failure
+    # without one: only the check after a drain finds a loss.
+    drained = getattr(failure, "drained", violation.guarantee is Guarantee.NO_LOSS)
     return {
         "expect": "unknown" if violation.undecided else "violation",
         "guarantee": violation.guarantee.value,
         "detail": violation.detail,
-        "drained": drained,  # run the drain check (Lockstep.check_drained) after the last event
+        # run the drain check (Lockstep.check_drained) after the last event: true, or the only
+        # consumers drained (the others idle: the receiver-queue check)
+        "drained": list(drained) if isinstance(drained, tuple) else drained,
         "step": len(failure.history) if drained else len(failure.history) - 1,  # where it is first found
         **{k: v for k, v in context.items() if v is not None},
     }

@@ -143,14 +143,17 @@ def _failure(result: Result, violation, failure: stored.StoredFailure | None, fa
     if failure is None:
         parts.append(f"<p>The history file {escape(failures_dir)}/{escape(stem)}.jsonl is missing.</p></article>")
         return "\n".join(parts)
-    drained = bool(failure.expectation.get("drained"))
+    drained = failure.expectation.get("drained")
     parts += ["<h4>Timeline</h4>", "<div class=\"scroll\">",
-              timeline_svg(failure.events, violation=(violation.guarantee, violation.detail, drained)), "</div>",
+              timeline_svg(failure.events, violation=(violation.guarantee, violation.detail, bool(drained))), "</div>",
               "<h4>The shrunk program</h4>", "<ol class=\"story\" start=\"0\">",
               "".join(f"<li>{escape(line)}</li>" for line in story(failure.events)), "</ol>"]
-    if drained:
+    if drained is True:
         parts.append("<p>then every connected consumer was drained, and the check that nothing owed is missing "
                      "failed.</p>")
+    elif drained:
+        parts.append(f"<p>then only {escape(', '.join(drained))} drained while the others took nothing, and the "
+                     "check that what is missing fits in their receiver queues failed.</p>")
     if failure.source:
         parts.append(f"<details><summary>Reproduction (runnable Python)</summary><pre>{escape(failure.source)}</pre>"
                      "</details>")

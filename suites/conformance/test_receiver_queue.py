@@ -1,7 +1,8 @@
 """Receiver queue and flow permits (Shared): a consumer's client grants the broker permits up to
 receiver_queue_size, and the broker sends it entries only while it has some. So when one consumer
-takes nothing, it holds at most its queue's worth (a batch entry may overshoot it; a zero-queue
-consumer holds one message, and only while a receive waits for it), and everything else must come
+takes nothing, it holds at most its queue's worth: receiver_queue_size entries, whole batches (the
+broker counts permits in messages but sends entries, at one message per entry for a new consumer);
+a zero-queue consumer holds one message, and only while a receive waits for it, and everything else must come
 to the consumers that do receive (PersistentDispatcherMultipleConsumers: a consumer without permits
 is skipped; C++ ConsumerImpl: permits are granted as the application receives).
 """

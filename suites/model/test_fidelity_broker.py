@@ -224,6 +224,26 @@ def test_an_idle_shared_consumer_keeps_only_its_receiver_queue(pulsar_target, na
     assert len(run.drain("c0", idle_ms=500)) == total - to_c1
 
 
+def test_a_consumer_given_redeliveries_may_take_more_than_one_batch_past_its_receiver_queue(pulsar_target, names):
+    """Observed on 4.0.7: a close hands back entries of 3, 3, 1, 1 and 3 messages; a consumer
+    with a receiver queue of 3 that subscribes takes the first two entries whole (6 messages)
+    before another consumer drains the rest: one batch past the queue size is not the bound. The
+    broker turns permits into entries at one message per entry for a new consumer (its average
+    is 0), so the model bounds an idle queue in entries: at most receiver_queue_size of them."""
+    run = _program(pulsar_target, names, SHARED.with_(receiver_queue_size=3))
+    run.do(o.Subscribe(consumer="c0"))
+    for keys in ((None, None, None), (None, None, None), (None,), (None,), (None, None, None)):
+        run.do(o.Send(keys=keys, batched=len(keys) > 1))
+    assert len(run.drain("c0", idle_ms=500)) == 11
+    run.do(o.Close(consumer="c0"))  # nothing acked: every entry comes back
+    run.do(o.Subscribe(consumer="c0"))
+    time.sleep(0.3)  # let the broker fill c0's queue first
+    run.do(o.Subscribe(consumer="c1"))
+    to_c1 = run.drain("c1", idle_ms=500)  # the model checks the bound as the drain ends
+    assert sorted(str(d.message) for d in to_c1) == ["m2", "m3", "m4.0", "m4.1", "m4.2"]
+    assert len(run.drain("c0", idle_ms=500)) == 6
+
+
 def test_each_exclusive_rewind_on_its_way_delivers_the_backlog_once_more(pulsar_target, names):
     """Observed on 4.0.7: on Exclusive a nack rewinds the whole subscription after the delay; two
     nacks before the first rewind landed deliver the unacknowledged backlog twice more (three

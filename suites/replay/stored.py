@@ -10,7 +10,8 @@ must find:
 
 `drained`: every connected consumer was drained after the last event, so the check that nothing
 owed is missing (`model.nondet.check_nothing_lost`, what `Lockstep.check_drained` runs) applies
-there. `step`: the event at which the violation is first found (the number of events when the
+there; or a list of the only consumers drained (the others took nothing), so the receiver-queue
+check applies (`model.nondet.check_receiver_queues`). `step`: the event at which the violation is first found (the number of events when the
 drain check finds it). Other keys (detail, target, nodeid, found_by) say where the history came
 from. A conformance run writes exactly these two files for every failing example
 (reports/failures.py: `<reports-dir>/failures/`), so a failure becomes a regression test by
@@ -26,7 +27,7 @@ from pathlib import Path
 from model import ops as o
 from model.guarantees import Guarantee
 from model.history import completion_of, from_json_line, op_of, spec_of
-from model.nondet import Verdict, apply, check_nothing_lost, start
+from model.nondet import Verdict, apply, check_nothing_lost, check_receiver_queues, start
 from model.spec import Spec
 
 EXPECTATIONS = ("ok", "violation", "unknown")
@@ -40,7 +41,7 @@ class StoredHistoryError(ValueError):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Expectation:
     expect: str
-    drained: bool
+    drained: bool | tuple[str, ...]  # tuple: only these consumers were drained
     guarantee: Guarantee | None = None
     step: int | None = None
 
@@ -92,8 +93,11 @@ def load_expectation(path: Path) -> Expectation:
     expect = raw.get("expect")
     if expect not in EXPECTATIONS:
         raise StoredHistoryError(f"{path.name}: \"expect\" must be one of {EXPECTATIONS}, got {expect!r}")
-    if not isinstance(raw.get("drained"), bool):
-        raise StoredHistoryError(f"{path.name}: \"drained\" must be true or false")
+    drained = raw.get("drained")
+    if isinstance(drained, list) and drained and all(isinstance(name, str) for name in drained):
+        drained = tuple(drained)
+    elif not isinstance(drained, bool):
+        raise StoredHistoryError(f"{path.name}: \"drained\" must be true, false or a list of the consumers drained")
     guarantee = None
     if expect != "ok":
         try:
@@ -104,18 +108,19 @@ def load_expectation(path: Path) -> Expectation:
     step = raw.get("step")
     if step is not None and not isinstance(step, int):
         raise StoredHistoryError(f"{path.name}: \"step\" must be a number")
-    return Expectation(expect=expect, drained=raw["drained"], guarantee=guarantee, step=step)
+    return Expectation(expect=expect, drained=drained, guarantee=guarantee, step=step)
 
 
-def replay(spec: Spec, history, *, drained: bool) -> Replayed:
-    """Run the history through the current model (model.nondet), then the drain check if `drained`."""
+def replay(spec: Spec, history, *, drained: bool | tuple[str, ...]) -> Replayed:
+    """Run the history through the current model (model.nondet), then the drain check if `drained`
+    (the receiver-queue check if only some consumers were drained)."""
     verdict, found = start(spec), None
     for i, (op, completion) in enumerate(history):
         verdict = apply(verdict, op, completion)
         if found is None and verdict.violation is not None:
             found = i
     if drained:
-        verdict = check_nothing_lost(verdict)
+        verdict = check_nothing_lost(verdict) if drained is True else check_receiver_queues(verdict, frozenset(drained))
         if found is None and verdict.violation is not None:
             found = len(history)
     return Replayed(verdict=verdict, step=found)

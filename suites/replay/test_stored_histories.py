@@ -71,3 +71,34 @@ def test_a_malformed_sidecar_is_a_clear_error(tmp_path):
     (tmp_path / f"h{SIDECAR}").write_text(json.dumps({"expect": "maybe", "drained": True}))
     with pytest.raises(StoredHistoryError, match="\"expect\" must be one of"):
         load(history)
+
+
+def test_a_failure_found_by_a_partial_drain_is_stored_with_the_consumers_drained(tmp_path):
+    """The receiver-queue check follows a drain of only some consumers: the sidecar names them, and
+    the stored history, its offline replay and its reproduction all run that same check."""
+    from fixtures.targets.faulty import IgnoresFlowPermits
+    from fixtures.targets.lockstep import ConformanceFailure, Lockstep
+    from fixtures.targets.replay import replay as reproduce
+    from model import ops as o
+    from model.spec import Spec, SubscriptionType
+    from reports.failures import write_failure
+
+    spec = Spec(subscription_type=SubscriptionType.SHARED, receiver_queue_size=1)
+    run = Lockstep(IgnoresFlowPermits(), spec, "partial")
+    for op in (o.Subscribe(consumer="c0"), o.Subscribe(consumer="c1"), *[o.Send()] * 4):
+        run.do(op)
+    with pytest.raises(ConformanceFailure) as caught:
+        run.drain("c1")
+    failure = caught.value
+    assert failure.drained == ("c1",) and failure.violation.guarantee.value == "receiver-queue"
+    write_failure(tmp_path, "partial", failure)
+    stored = load(tmp_path / "partial.jsonl")
+    assert stored.expectation.drained == ("c1",) and stored.expectation.step == len(failure.history)
+    assert mismatch(replay(stored.spec, stored.history, drained=stored.expectation.drained), stored.expectation) is None
+    assert replay(stored.spec, stored.history, drained=False).verdict.ok  # the check is what finds it
+    assert "drained=('c1',)" in failure.source
+    with pytest.raises(ConformanceFailure, match="receiver-queue"):
+        reproduce(IgnoresFlowPermits.name, spec, [op for op, _ in failure.history], drained=("c1",))
+    (tmp_path / f"partial{SIDECAR}").write_text(json.dumps({"expect": "ok", "drained": ["c1", 2]}))
+    with pytest.raises(StoredHistoryError, match="list of the consumers drained"):
+        load(tmp_path / "partial.jsonl")

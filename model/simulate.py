@@ -53,7 +53,10 @@ def broker_cursor(state: State) -> cur.Cursor:
 
 def dispatch_target(state: State, message: Message) -> str | None:
     """Which connected consumer an ideal broker gives `message` to."""
-    connected = state.connected()
+    return _dispatch_target(state, state.connected(), message)
+
+
+def _dispatch_target(state: State, connected: tuple, message: Message) -> str | None:
     if not connected:
         return None
     kind = state.spec.subscription_type
@@ -67,26 +70,22 @@ def dispatch_target(state: State, message: Message) -> str | None:
     return None  # Shared: whoever asks
 
 
-def _deliverable(state: State, message: Message, consumer: str) -> bool:
-    if message.status is Status.AVAILABLE:
-        pass
-    elif message.status is Status.HELD and message.back_from is not None and message.back_from <= state.now:
-        pass
-    else:
-        return False
-    target = dispatch_target(state, message)
-    return target is None or target == consumer
-
-
 def pick_delivery(state: State, consumer: str) -> o.Delivery | None:
     """Due redeliveries first, then fresh messages, earliest first."""
     if state.now < state.paused_until:
         return None
-    candidates = [m for m in state.messages if _deliverable(state, m, consumer)]
+    connected, now, kind = state.connected(), state.now, state.spec.subscription_type
+    if kind.single_active_consumer and connected and connected[0].name != consumer:
+        return None  # not the active consumer: nothing is dispatched to it
+    candidates = [m for m in state.messages
+                  if (m.status is Status.AVAILABLE
+                      or (m.status is Status.HELD and m.back_from is not None and m.back_from <= now))]
+    if kind is SubscriptionType.KEY_SHARED:
+        candidates = [m for m in candidates if _dispatch_target(state, connected, m) in (None, consumer)]
     if not candidates:
         return None
     message = min(candidates, key=lambda m: (not m.delivered, m.id))
-    count = message.count_lo if state.spec.subscription_type.tracks_redelivery_count else 0
+    count = message.count_lo if kind.tracks_redelivery_count else 0
     return o.Delivery(message=message.id, redelivery_count=count, key=message.key)
 
 

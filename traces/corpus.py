@@ -60,18 +60,16 @@ class Corpus:
         return self.programs if self.programs is not None else program_table(self.events)
 
 
-def write_events(events: DataFrame, path: str | os.PathLike, *, expected_events: int, specs: dict[str, str],
-                 in_order: bool = False) -> None:
+def write_events(events: DataFrame, path: str | os.PathLike, *, expected_events: int, specs: dict[str, str]) -> None:
     """Write events partitioned by spec, each file sorted by program and step and holding its own
     range of program ids (about EVENTS_PER_FILE events), so that a scan filtered on a few program
-    ids finds each in one page of one file. `in_order`: each input partition already holds a
-    contiguous range of one spec's programs (generate's tasks): written as it comes, without a
-    shuffle. The spec's JSON (`specs`: spec_id -> JSON) is dropped before a shuffle and put back after."""
+    ids finds each in one page of one file. The spec's JSON (`specs`: spec_id -> JSON) is dropped
+    before the shuffle and put back after. (The generate job's tasks write their own files:
+    traces.run.generate_files.)"""
     texts = F.create_map(*[F.lit(v) for pair in sorted(specs.items()) for v in pair])
     events = events.drop("spec")
-    if not in_order:
-        per_spec = max(1, round(expected_events / max(len(specs), 1) / EVENTS_PER_FILE))
-        events = events.repartitionByRange(max(1, len(specs) * per_spec), s.PARTITION, "program_id")
+    per_spec = max(1, round(expected_events / max(len(specs), 1) / EVENTS_PER_FILE))
+    events = events.repartitionByRange(max(1, len(specs) * per_spec), s.PARTITION, "program_id")
     (events.sortWithinPartitions(s.PARTITION, "program_id", "step")
      .select(*[F.element_at(texts, F.col(s.PARTITION)).alias("spec") if f == "spec" else F.col(f) for f in s.FIELDS])
      .write.options(**WRITE_OPTIONS).partitionBy(s.PARTITION).parquet(str(path)))

@@ -33,12 +33,13 @@ import pyarrow.parquet as pq
 from model import ops as o
 from model.history import FIELDS, Event, event_fields, event_of, from_json_line, op_of, spec_of, to_json_line
 from model.simulate import run_random_program
-from traces.schema import EVENT_ARROW, EVENT_FILE_ARROW, PARTITION
+from traces.schema import EVENT_FILE_ARROW, PARTITION
 from traces.targets import TargetSpec
 
 log = logging.getLogger("traces.run")
 BATCH_ROWS = 32_768
 PAGE_ROWS = 4000  # as traces.corpus.PAGE_ROWS: small pages with an index, for diffs that read few programs
+ROW_GROUP_ROWS = 1 << 20
 _ROW = operator.attrgetter(*FIELDS)
 _PER_PROGRAM = ("program_id", "spec_id", "spec")
 
@@ -70,6 +71,12 @@ def _batch(events: list[Event], repeated: list[tuple[int, tuple[str, str, str]]]
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
+# What a generate or record task reports: per task (generate) or chunk (record) of one spec.
+TASK_STATUS = pa.schema([("spec_id", pa.string()), ("chunk", pa.int32()), ("programs", pa.int32()),
+                           ("resumed", pa.int32()), ("events", pa.int64()), ("seconds", pa.float64())])
+TASK_STATUS_DDL = "spec_id string, chunk int, programs int, resumed int, events long, seconds double"
+
+
 # -- generate -----------------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GenerationPlan:
@@ -94,45 +101,57 @@ class GenerationPlan:
         return spec_index, start, min(start + self.chunk, self.programs)
 
 
-def _batch_of_fields(rows: list[dict], schema: pa.Schema, *, blank: tuple[str, ...] = ()) -> pa.RecordBatch:
-    """`model.history.event_fields` dicts as one batch, column by column (an absent field is null;
-    so are the `blank` columns)."""
-    return pa.RecordBatch.from_arrays([pa.nulls(len(rows), field.type) if name in blank else
-                                       pa.array([row.get(name) for row in rows], type=field.type)
-                                       for name, field in zip(schema.names, schema)], schema=schema)
+def task_file(out: str | Path, key: str, task: int) -> Path:
+    return Path(out) / f"{PARTITION}={key}" / f"task-{task:05d}.parquet"
 
 
-def generate_batches(plan: GenerationPlan, tasks: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """mapInArrow body: task numbers in, event batches out (in program and step order). The spec's
-    JSON is left null (hundreds of bytes an event to carry to the JVM): the job writes it from
-    the plan (traces.corpus.write_events)."""
+def _write_events(rows: list[dict], key: str, text: str, file: Path) -> None:
+    """One task's events (in program and step order) as one Parquet file of the spec's partition.
+    The spec's JSON is dictionary-encoded in memory (one copy, not one per event; Parquet stores
+    it as one dictionary entry either way) and written without the Arrow schema, so the file reads
+    back as the plain string column a corpus holds."""
+    arrays = []
+    for name, field in zip(EVENT_FILE_ARROW.names, EVENT_FILE_ARROW):
+        if name == "spec":
+            arrays.append(pa.DictionaryArray.from_arrays(pa.array([0] * len(rows), pa.int8()), pa.array([text])))
+        else:
+            arrays.append(pa.array([row.get(name) for row in rows], type=field.type))
+    names = EVENT_FILE_ARROW.names
+    _write_atomically(pa.Table.from_arrays(arrays, names=names), file, store_schema=False)
+
+
+def generate_files(plan: GenerationPlan, out: str, tasks: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """mapInArrow body: task numbers in; each task's programs run by the model and written by this
+    worker as one Parquet file of the corpus's events (`out`: its events directory, a local path or
+    a shared mount, as for `record`); one status row per task out. Written here rather than handed
+    to the JVM: carrying each event to the JVM and encoding it there cost about a third of the
+    generation's CPU."""
     width = id_width(plan.programs)
     for task_batch in tasks:
         for number in task_batch.column(0).to_pylist():
+            started = time.monotonic()
             spec_index, start, stop = plan.task(number)
             key, text = plan.specs[spec_index]
             spec = spec_of(text)
             rows: list[dict] = []
+            programs = 0
             for i in range(start, stop):
-                pid = program_id(i, width)
                 try:
                     trace = run_random_program(spec, program_seed(plan.seed, i), plan.steps)
                 except AssertionError:
                     continue  # the model rejected its own answer: listed by the job, not written
+                pid = program_id(i, width)
+                programs += 1
                 rows.extend(event_fields(pid, spec, step, op, completion, spec_text=text, spec_key=key)
                             for step, (op, completion) in enumerate(trace))
-                if len(rows) >= BATCH_ROWS:
-                    yield _batch_of_fields(rows, EVENT_ARROW, blank=("spec",))
-                    rows = []
             if rows:
-                yield _batch_of_fields(rows, EVENT_ARROW, blank=("spec",))
+                _write_events(rows, key, text, task_file(out, key, number))
+            yield pa.RecordBatch.from_pylist([{"spec_id": key, "chunk": number, "programs": programs, "resumed": 0,
+                                               "events": len(rows), "seconds": time.monotonic() - started}],
+                                             schema=TASK_STATUS)
 
 
 # -- record -------------------------------------------------------------------------------------
-RECORD_STATUS = pa.schema([("spec_id", pa.string()), ("chunk", pa.int32()), ("programs", pa.int32()),
-                           ("resumed", pa.int32()), ("events", pa.int64()), ("seconds", pa.float64())])
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RecordPlan:
     out: str  # the recording's directory (events/ and _journal/ below it)
@@ -206,10 +225,11 @@ def record_program(target, rows: list[dict], run: str) -> list[Event]:
     return events
 
 
-def _write_atomically(table: pa.Table, file: Path) -> None:
+def _write_atomically(table: pa.Table, file: Path, *, store_schema: bool = True) -> None:
     file.parent.mkdir(parents=True, exist_ok=True)
     temporary = file.with_name(f".{file.name}.tmp-{uuid.uuid4().hex[:8]}")
-    pq.write_table(table, temporary, compression="snappy", max_rows_per_page=PAGE_ROWS, write_page_index=True)
+    pq.write_table(table, temporary, compression="snappy", max_rows_per_page=PAGE_ROWS, write_page_index=True,
+                   row_group_size=ROW_GROUP_ROWS, store_schema=store_schema)
     with temporary.open("rb") as handle:
         os.fsync(handle.fileno())
     os.replace(temporary, file)
@@ -248,7 +268,7 @@ class _Chunk:
                     self.key, self.chunk, len(self.done), self.resumed, len(events), seconds)
         return pa.RecordBatch.from_pylist([{"spec_id": self.key, "chunk": self.chunk, "programs": len(self.done),
                                             "resumed": self.resumed, "events": len(events), "seconds": seconds}],
-                                          schema=RECORD_STATUS)
+                                          schema=TASK_STATUS)
 
 
 def record_batches(plan: RecordPlan, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

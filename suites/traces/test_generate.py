@@ -90,8 +90,19 @@ def test_matrix_errors_say_what_is_wrong(option, message):
 
 def test_each_file_holds_one_range_of_programs_in_order(corpora):
     """Written as the tasks made them (no shuffle): every file is one spec's programs, sorted by
-    program and step, and no two files of a spec share a program."""
+    program and step, and no two files of a spec share a program; each has the page index a diff's
+    filtered scan skips pages by, and holds the spec's JSON as a plain string column."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     base, _ = corpora
-    for spec_dir in (base / "first" / c.EVENTS).glob(f"{c.s.PARTITION}=*"):
+    spec_dirs = list((base / "first" / c.EVENTS).glob(f"{c.s.PARTITION}=*"))
+    assert len(spec_dirs) == len(SPECS)
+    for spec_dir in spec_dirs:
         ranges = program_ranges(spec_dir)
         assert all(a[1] < b[0] for a, b in zip(ranges, ranges[1:]))
+        for file in spec_dir.glob("*.parquet"):
+            handle = pq.ParquetFile(file)
+            assert handle.schema_arrow.field("spec").type == pa.string()
+            program_column = handle.metadata.row_group(0).column(handle.schema_arrow.get_field_index("program_id"))
+            assert program_column.has_column_index and program_column.has_offset_index, file.name

@@ -19,7 +19,7 @@ from model.history import spec_json, spec_id, spec_of
 from model.simulate import run_random_program
 from model.spec import Spec
 from traces import corpus as c
-from traces.run import GenerationPlan, generate_batches, id_width, program_seed
+from traces.run import TASK_STATUS_DDL, GenerationPlan, generate_files, id_width, program_seed
 from traces.schema import EVENT_SCHEMA, PARTITION
 from traces.session import progress
 from traces.transforms import KEY, program_table, with_seeds
@@ -76,10 +76,8 @@ def run(spark: SparkSession, out: str | Path, *, specs: list[Spec], programs: in
     started = time.monotonic()
     with c.staged_output(out, overwrite=overwrite) as staging:
         tasks = spark.range(0, plan.tasks, 1, numPartitions=plan.tasks)
-        events = tasks.mapInArrow(partial(generate_batches, plan), EVENT_SCHEMA)
         with progress(spark, "generate"):
-            c.write_events(events, staging / c.EVENTS, expected_events=len(specs) * programs * steps,
-                           specs=dict(plan.specs), in_order=True)
+            tasks.mapInArrow(partial(generate_files, plan, str(staging / c.EVENTS)), TASK_STATUS_DDL).collect()
         generated = time.monotonic()
         written = spark.read.schema(EVENT_SCHEMA).parquet(str(staging / c.EVENTS))
         seeds = seed_table(spark, plan)

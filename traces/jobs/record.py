@@ -21,7 +21,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from traces import corpus as c
-from traces.run import RecordPlan, chunk_file, record_batches
+from traces.run import TASK_STATUS_DDL, RecordPlan, chunk_file, record_batches
 from traces.schema import EVENT_SCHEMA, PARTITION, CorpusError
 from traces.session import progress
 from traces.targets import TargetSpec
@@ -30,7 +30,6 @@ from traces.transforms import KEY, program_table, with_seeds
 log = logging.getLogger("traces")
 STATE = "_record.json"
 JOURNAL = "_journal"
-STATUS_DDL = "spec_id string, chunk int, programs int, resumed int, events long, seconds double"
 
 
 def _state_for(out: Path, source: Path, target: TargetSpec, *, overwrite: bool) -> dict | None:
@@ -99,7 +98,7 @@ def run(spark: SparkSession, source: str | Path, out: str | Path, *, target: Tar
                    .sortWithinPartitions(PARTITION, "chunk", "program_id", "step"))
         plan = RecordPlan(out=str(out), target=target, run=state["run"])
         with progress(spark, "record"):
-            status = pending.mapInArrow(partial(record_batches, plan), STATUS_DDL).collect()
+            status = pending.mapInArrow(partial(record_batches, plan), TASK_STATUS_DDL).collect()
         log.info("record: %d chunks recorded now (%d programs, %d resumed from journals)", len(status),
                  sum(r.programs for r in status), sum(r.resumed for r in status))
     missing = [(key, n) for key, total in chunks.items() for n in range(total) if not chunk_file(out, key, n).exists()]

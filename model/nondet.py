@@ -88,10 +88,11 @@ def check_receiver_queues(verdict: Verdict, drained: frozenset[str]) -> Verdict:
     permits into entries with the consumer's average messages per entry, which starts at 0 (taken
     as 1). So a batch overshoots: observed on 4.0.7, with c0 idle and c1 drained, c0's queue kept
     1, 2, 5 messages for sizes 1, 2, 5 and one whole batch entry of 3 for sizes 1 and 2; and a
-    fresh consumer given a backlog of batches at once took two entries of 3 with 3 permits. The
-    sound bound is in entries: an idle consumer holds at most receiver_queue_size entries (a
-    zero-queue consumer one message: a receive that timed out may still be waiting for it). Stale
-    copies in a queue only take room: the bound is what may be missing at most.
+    consumer subscribing to redeliveries took two entries of 3 at once with 3 permits. The sound
+    bound is in entries (KNOWN_DIVERGENCES.md 15): an idle consumer holds at most
+    receiver_queue_size entries (a zero-queue consumer one message: a receive that timed out may
+    still be waiting for it). Stale copies in a queue only take room: the bound is what may be
+    missing at most.
     """
     if verdict.violation is not None:
         return verdict

@@ -100,6 +100,12 @@ def _validate(spark, path: str) -> dict:
     return {"programs": programs}
 
 
+def job_finished() -> None:
+    from traces.session import job_finished as finished
+
+    finished()
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO, stream=sys.stderr,
@@ -122,6 +128,7 @@ def main(argv: list[str] | None = None) -> int:
             from traces.jobs import diff
 
             summary = diff.run(_session(args), args.expected, args.observed, args.out, overwrite=args.overwrite)
+            job_finished()
             if args.fail_on_divergence and summary["divergent_programs"]:
                 return 1
         else:
@@ -138,4 +145,5 @@ def main(argv: list[str] | None = None) -> int:
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         print(f"error: the Spark job failed ({first}); its output was not published", file=sys.stderr)
         return 3
+    job_finished()
     return 0

@@ -30,6 +30,7 @@ DEFAULT_MASTER = "local[*]"
 DEFAULT_DRIVER_MEMORY = "4g"
 PACKAGES = ("model", "traces", "fixtures")
 _HERE = Path(__file__).resolve().parent
+_TUNING = None  # the JVM options of this process's session (traces.jvm.Options), once started
 
 
 def _under_spark_submit() -> bool:
@@ -100,10 +101,19 @@ def spark_session(master: str | None = None, *, app: str = "traces", driver_memo
         tuning = jvm.Options(options=())
         spark = builder.config("spark.driver.extraJavaOptions", java_options(False)).getOrCreate()
     jvm.started(tuning, spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
+    global _TUNING
+    _TUNING = tuning
     spark.sparkContext.setLogLevel("ERROR")
     if not local and not spark.sparkContext.master.startswith("local"):
         ship_packages(spark)
     return spark
+
+
+def job_finished() -> None:
+    """A job of this process finished: the class-data archive its JVM writes at exit, if any, is
+    worth keeping (traces.jvm)."""
+    if _TUNING is not None:
+        jvm.kept(_TUNING)
 
 
 def ship_packages(spark) -> None:

@@ -51,12 +51,25 @@ def test_an_archive_whose_writer_runs_is_not_used_and_no_second_writer_starts(ca
 def test_an_archive_is_put_in_place_once_its_writer_is_gone(cache, monkeypatch):
     options = jvm.local_options()
     jvm.started(options, 4242)
+    jvm.kept(options)  # its session finished a job
     options.writing.write_bytes(b"a whole archive")
     monkeypatch.setattr(jvm, "_alive", lambda pid: False)
     again = jvm.local_options()
     assert _option(again, "-XX:SharedArchiveFile=") == str(cache) and again.archive == cache
     assert cache.read_bytes() == b"a whole archive"
     assert not options.writing.exists() and list(cache.parent.glob("*.pid")) == []
+    assert list(cache.parent.glob("*.keep")) == []
+
+
+def test_an_archive_written_by_a_session_that_finished_no_job_is_dropped(cache, monkeypatch):
+    """It would lack most classes a job loads: the next start writes one again."""
+    options = jvm.local_options()
+    jvm.started(options, 4242)
+    options.writing.write_bytes(b"an archive of a session that did nothing")
+    monkeypatch.setattr(jvm, "_alive", lambda pid: False)
+    again = jvm.local_options()
+    assert not cache.exists() and not options.writing.exists()
+    assert again.writing is not None and again.archive is None
 
 
 def test_a_writer_that_wrote_nothing_leaves_nothing(cache, monkeypatch):

@@ -1,10 +1,12 @@
 """What runs inside the executors: programs executed by the model (generate) or by a target
-(record), turned into Arrow batches of events in the event schema.
+(record), written as Parquet files of events in the event schema by the Python worker itself.
 
-Generation: task `t` of a `GenerationPlan` runs programs `start..stop` of one spec; program `i`
-has the id `p<i>` (zero-padded) and the seed `(seed << 32) | i`, so any program can be run again
-alone with `model.simulate.run_random_program(spec, program_seed(seed, i), steps)`. A program the
-model rejects (run_random_program raises AssertionError) is left out; the job lists it.
+Generation: task `t` of a `GenerationPlan` runs programs `start..stop` of one spec and writes
+them as one file, `spec_id=<key>/task-<t>.parquet` (written to a temporary name and renamed, so
+a retried task leaves one whole file); program `i` has the id `p<i>` (zero-padded) and the seed
+`(seed << 32) | i`, so any program can be run again alone with
+`model.simulate.run_random_program(spec, program_seed(seed, i), steps)`. A program the model
+rejects (run_random_program raises AssertionError) is left out; the job lists it.
 
 Recording: the corpus's events come sorted by (spec, chunk, program, step); each program's op
 sequence is rebuilt with `model.history.op_of` and invoked on the target, and the recorded event
@@ -37,7 +39,6 @@ from traces.schema import EVENT_FILE_ARROW, PARTITION
 from traces.targets import TargetSpec
 
 log = logging.getLogger("traces.run")
-BATCH_ROWS = 32_768
 PAGE_ROWS = 4000  # as traces.corpus.PAGE_ROWS: small pages with an index, for diffs that read few programs
 ROW_GROUP_ROWS = 1 << 20
 _ROW = operator.attrgetter(*FIELDS)
@@ -105,7 +106,7 @@ def task_file(out: str | Path, key: str, task: int) -> Path:
     return Path(out) / f"{PARTITION}={key}" / f"task-{task:05d}.parquet"
 
 
-def _write_events(rows: list[dict], key: str, text: str, file: Path) -> None:
+def _write_events(rows: list[dict], text: str, file: Path) -> None:
     """One task's events (in program and step order) as one Parquet file of the spec's partition.
     The spec's JSON is dictionary-encoded in memory (one copy, not one per event; Parquet stores
     it as one dictionary entry either way) and written without the Arrow schema, so the file reads
@@ -116,8 +117,7 @@ def _write_events(rows: list[dict], key: str, text: str, file: Path) -> None:
             arrays.append(pa.DictionaryArray.from_arrays(pa.array([0] * len(rows), pa.int8()), pa.array([text])))
         else:
             arrays.append(pa.array([row.get(name) for row in rows], type=field.type))
-    names = EVENT_FILE_ARROW.names
-    _write_atomically(pa.Table.from_arrays(arrays, names=names), file, store_schema=False)
+    _write_atomically(pa.Table.from_arrays(arrays, names=EVENT_FILE_ARROW.names), file, store_schema=False)
 
 
 def generate_files(plan: GenerationPlan, out: str, tasks: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -145,7 +145,7 @@ def generate_files(plan: GenerationPlan, out: str, tasks: Iterator[pa.RecordBatc
                 rows.extend(event_fields(pid, spec, step, op, completion, spec_text=text, spec_key=key)
                             for step, (op, completion) in enumerate(trace))
             if rows:
-                _write_events(rows, key, text, task_file(out, key, number))
+                _write_events(rows, text, task_file(out, key, number))
             yield pa.RecordBatch.from_pylist([{"spec_id": key, "chunk": number, "programs": programs, "resumed": 0,
                                                "events": len(rows), "seconds": time.monotonic() - started}],
                                              schema=TASK_STATUS)

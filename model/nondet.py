@@ -79,6 +79,20 @@ def check_nothing_lost(verdict: Verdict) -> Verdict:
         detail=f"drained every consumer, yet {', '.join(map(str, owed))} never came"))
 
 
+# What a drain covered: True, every connected consumer; the names of the only consumers drained
+# (the others took nothing); False, no drain.
+Drained = bool | tuple[str, ...]
+
+
+def check_drained(verdict: Verdict, drained: Drained = True) -> Verdict:
+    """The check a drain ends with: after draining every connected consumer nothing owed may be
+    missing (check_nothing_lost); after draining only some, no more than the others' receiver
+    queues hold (check_receiver_queues); without a drain, nothing to check."""
+    if drained is True:
+        return check_nothing_lost(verdict)
+    return check_receiver_queues(verdict, frozenset(drained)) if drained else verdict
+
+
 def check_receiver_queues(verdict: Verdict, drained: frozenset[str]) -> Verdict:
     """Shared, after the `drained` consumers were drained while the other connected ones took
     nothing: what is still owed must fit in the idle consumers' receiver queues.
@@ -102,17 +116,16 @@ def check_receiver_queues(verdict: Verdict, drained: frozenset[str]) -> Verdict:
         if state.spec.subscription_type is not SubscriptionType.SHARED or not idle or state.now < state.paused_until:
             return verdict
         owed = _owed(state)
-        room = len(idle) * queue_room(state)
-        if len({m.entry for m in owed}) <= room:
+        entries, room = len({m.entry for m in owed}), len(idle) * queue_room(state)
+        if entries <= room:
             return verdict
-        owed_per_state.append((owed, room))
-    owed, room = min(owed_per_state, key=lambda pair: len({m.entry for m in pair[0]}) - pair[1])
+        owed_per_state.append((owed, entries, room))
+    owed, entries, room = min(owed_per_state, key=lambda found: found[1] - found[2])
     names = ", ".join(sorted(drained))
     return Verdict(states=frozenset(), violation=Violation(
         guarantee=Guarantee.RECEIVER_QUEUE,
-        detail=f"drained {names}, yet {len(owed)} messages ({', '.join(map(str, owed))}) in "
-               f"{len({m.entry for m in owed})} entries did not come: more entries than the idle consumers' "
-               f"receiver queues hold ({room})"))
+        detail=f"drained {names}, yet {len(owed)} messages ({', '.join(map(str, owed))}) in {entries} entries did "
+               f"not come: more entries than the idle consumers' receiver queues hold ({room})"))
 
 
 def queue_room(state: State) -> int:

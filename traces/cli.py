@@ -108,6 +108,7 @@ def job_finished() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    status = 0
     logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(name)s: %(message)s", datefmt="%H:%M:%S")
     try:
@@ -128,9 +129,8 @@ def main(argv: list[str] | None = None) -> int:
             from traces.jobs import diff
 
             summary = diff.run(_session(args), args.expected, args.observed, args.out, overwrite=args.overwrite)
-            job_finished()
             if args.fail_on_divergence and summary["divergent_programs"]:
-                return 1
+                status = 1
         else:
             _validate(_session(args), args.path)
     except (CorpusError, MatrixError, TargetError, ValueError) as error:
@@ -146,4 +146,4 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: the Spark job failed ({first}); its output was not published", file=sys.stderr)
         return 3
     job_finished()
-    return 0
+    return status

@@ -5,8 +5,9 @@ A short local job spends much of its CPU starting the JVM and compiling: C1 alon
 quickly; the serial collector does without G1's concurrent threads, which on two cores compete
 with the job (the 10M-event diff, same archive, four runs each: 16-18 CPU s and 12.6-13.6 s wall
 instead of 20-23 and 14.7-16.6); and a dynamic class-data-sharing (CDS) archive of the classes
-Spark loads spares their loading and verification at every start. The archive lives in ~/.cache/pulsar-ack-traces (or
-$XDG_CACHE_HOME), one per Spark, Python and JVM build; TRACES_CDS=0 turns it off.
+Spark loads spares their loading and verification at every start. The archive lives in
+~/.cache/pulsar-ack-traces (or $XDG_CACHE_HOME), one per Spark, Python and JVM build;
+TRACES_CDS=0 turns it off.
 
 The JVM writes an archive when it exits (`-XX:ArchiveClassesAtExit`), and a truncated archive
 crashes the JVM that maps it, so an archive is never used where it is written: each writer gets
@@ -16,9 +17,9 @@ other starts neither write nor wait. An archive holds the classes its writer loa
 only if its writer finished a job (`kept`, called by `python -m traces` after one): a session that
 ran none (an option refused, a corpus already built) would leave an archive that lacks most of what
 a job needs (measured: one written by a session without a job left the 10M diff 1.5-2 s slower).
-If a JVM does not start with these options (an archive that
-is corrupt anyway, a JVM that rejects an option), the session starts again without them and the
-archive is removed (see traces.session), so a tuning problem costs one failed start, never a job.
+If a JVM does not start with these options (an archive that is corrupt anyway, a JVM that rejects
+an option), the session starts again without them and the archive is removed (see
+traces.session), so a tuning problem costs one failed start, never a job.
 """
 
 from __future__ import annotations

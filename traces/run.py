@@ -35,7 +35,7 @@ import pyarrow.parquet as pq
 from model import ops as o
 from model.history import FIELDS, Event, event_fields, event_of, from_json_line, op_of, spec_of, to_json_line
 from model.simulate import run_random_program
-from traces.schema import EVENT_FILE_ARROW, PARTITION
+from traces.schema import EVENT_FILE_ARROW, PARTITION, TASK_STATUS_ARROW
 from traces.targets import TargetSpec
 
 log = logging.getLogger("traces.run")
@@ -70,12 +70,6 @@ def _batch(events: list[Event], repeated: list[tuple[int, tuple[str, str, str]]]
         else:
             arrays.append(pa.array(columns[position], type=schema.field(name).type))
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
-
-
-# What a generate or record task reports: per task (generate) or chunk (record) of one spec.
-TASK_STATUS = pa.schema([("spec_id", pa.string()), ("chunk", pa.int32()), ("programs", pa.int32()),
-                           ("resumed", pa.int32()), ("events", pa.int64()), ("seconds", pa.float64())])
-TASK_STATUS_DDL = "spec_id string, chunk int, programs int, resumed int, events long, seconds double"
 
 
 # -- generate -----------------------------------------------------------------------------------
@@ -148,7 +142,7 @@ def generate_files(plan: GenerationPlan, out: str, tasks: Iterator[pa.RecordBatc
                 _write_events(rows, text, task_file(out, key, number))
             yield pa.RecordBatch.from_pylist([{"spec_id": key, "chunk": number, "programs": programs, "resumed": 0,
                                                "events": len(rows), "seconds": time.monotonic() - started}],
-                                             schema=TASK_STATUS)
+                                             schema=TASK_STATUS_ARROW)
 
 
 # -- record -------------------------------------------------------------------------------------
@@ -268,7 +262,7 @@ class _Chunk:
                     self.key, self.chunk, len(self.done), self.resumed, len(events), seconds)
         return pa.RecordBatch.from_pylist([{"spec_id": self.key, "chunk": self.chunk, "programs": len(self.done),
                                             "resumed": self.resumed, "events": len(events), "seconds": seconds}],
-                                          schema=TASK_STATUS)
+                                          schema=TASK_STATUS_ARROW)
 
 
 def record_batches(plan: RecordPlan, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

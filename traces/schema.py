@@ -30,7 +30,7 @@ OUTCOMES = ("ok", "fail", "info")
 KNOWN_OPS = tuple(OP_KINDS.values())
 REQUIRED = ("program_id", "step", "spec_id", "spec", "op", "outcome", "at")
 
-_STRING, _INT, _LONG, _BOOL = "string", "int", "long", "boolean"
+_STRING, _INT, _LONG, _BOOL, _DOUBLE = "string", "int", "long", "boolean", "double"
 _KEYS = "array<string>"
 # One entry per field of model.history.Event, in its order (suites/traces/test_schema checks it).
 EVENT_TYPES: dict[str, str] = {
@@ -44,9 +44,14 @@ PROGRAM_TYPES: dict[str, str] = {
     "spec_id": _STRING, "program_id": _STRING, "seed": _LONG, "steps": _INT, "fingerprint": _LONG,
 }
 
+# What a generate task or a record chunk reports to the job.
+TASK_STATUS_TYPES: dict[str, str] = {
+    "spec_id": _STRING, "chunk": _INT, "programs": _INT, "resumed": _INT, "events": _LONG, "seconds": _DOUBLE,
+}
+
 _SPARK = {_STRING: T.StringType(), _INT: T.IntegerType(), _LONG: T.LongType(), _BOOL: T.BooleanType(),
-          _KEYS: T.ArrayType(T.StringType(), containsNull=True)}
-_ARROW = {_STRING: pa.string(), _INT: pa.int32(), _LONG: pa.int64(), _BOOL: pa.bool_(),
+          _DOUBLE: T.DoubleType(), _KEYS: T.ArrayType(T.StringType(), containsNull=True)}
+_ARROW = {_STRING: pa.string(), _INT: pa.int32(), _LONG: pa.int64(), _BOOL: pa.bool_(), _DOUBLE: pa.float64(),
           _KEYS: pa.list_(pa.string())}
 # What a file may hold instead of the declared type without losing anything.
 _WIDENS_TO = {
@@ -86,6 +91,8 @@ EVENT_ARROW = arrow_schema(EVENT_TYPES)
 EVENT_FILE_ARROW = arrow_schema(EVENT_TYPES, without=[PARTITION])  # what a partitioned file holds
 PROGRAM_SCHEMA = spark_schema(PROGRAM_TYPES)
 PROGRAM_ARROW = arrow_schema(PROGRAM_TYPES)
+TASK_STATUS_SCHEMA = spark_schema(TASK_STATUS_TYPES)
+TASK_STATUS_ARROW = arrow_schema(TASK_STATUS_TYPES)
 
 
 class CorpusError(ValueError):

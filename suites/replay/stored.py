@@ -8,11 +8,11 @@ must find:
     {"expect": "violation", "guarantee": "no-loss", "drained": true, "step": 9, "detail": "..."}
     {"expect": "unknown", "guarantee": "...", ...}      (an undecided check)
 
-`drained`: every connected consumer was drained after the last event, so the check that nothing
-owed is missing (`model.nondet.check_nothing_lost`, what `Lockstep.check_drained` runs) applies
-there; or a list of the only consumers drained (the others took nothing), so the receiver-queue
-check applies (`model.nondet.check_receiver_queues`). `step`: the event at which the violation is first found (the number of events when the
-drain check finds it). Other keys (detail, target, nodeid, found_by) say where the history came
+`drained` (`model.nondet.check_drained`, what `Lockstep.check_drained` runs after the last
+event): true, every connected consumer was drained, so nothing owed may be missing; or a list of
+the only consumers drained (the others took nothing), so the receiver-queue check applies.
+`step`: the event at which the violation is first found (the number of events when the drain
+check finds it). Other keys (detail, target, nodeid, found_by) say where the history came
 from. A conformance run writes exactly these two files for every failing example
 (reports/failures.py: `<reports-dir>/failures/`), so a failure becomes a regression test by
 copying them here.
@@ -27,7 +27,7 @@ from pathlib import Path
 from model import ops as o
 from model.guarantees import Guarantee
 from model.history import completion_of, from_json_line, op_of, spec_of
-from model.nondet import Verdict, apply, check_nothing_lost, check_receiver_queues, start
+from model.nondet import Drained, Verdict, apply, check_drained, start
 from model.spec import Spec
 
 EXPECTATIONS = ("ok", "violation", "unknown")
@@ -41,7 +41,7 @@ class StoredHistoryError(ValueError):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Expectation:
     expect: str
-    drained: bool | tuple[str, ...]  # tuple: only these consumers were drained
+    drained: Drained
     guarantee: Guarantee | None = None
     step: int | None = None
 
@@ -111,7 +111,7 @@ def load_expectation(path: Path) -> Expectation:
     return Expectation(expect=expect, drained=drained, guarantee=guarantee, step=step)
 
 
-def replay(spec: Spec, history, *, drained: bool | tuple[str, ...]) -> Replayed:
+def replay(spec: Spec, history, *, drained: Drained) -> Replayed:
     """Run the history through the current model (model.nondet), then the drain check if `drained`
     (the receiver-queue check if only some consumers were drained)."""
     verdict, found = start(spec), None
@@ -120,7 +120,7 @@ def replay(spec: Spec, history, *, drained: bool | tuple[str, ...]) -> Replayed:
         if found is None and verdict.violation is not None:
             found = i
     if drained:
-        verdict = check_nothing_lost(verdict) if drained is True else check_receiver_queues(verdict, frozenset(drained))
+        verdict = check_drained(verdict, drained)
         if found is None and verdict.violation is not None:
             found = len(history)
     return Replayed(verdict=verdict, step=found)

@@ -19,8 +19,8 @@ from model.history import spec_json, spec_id, spec_of
 from model.simulate import run_random_program
 from model.spec import Spec
 from traces import corpus as c
-from traces.run import TASK_STATUS_DDL, GenerationPlan, generate_files, id_width, program_seed
-from traces.schema import EVENT_SCHEMA, PARTITION
+from traces.run import GenerationPlan, generate_files, id_width, program_seed
+from traces.schema import EVENT_SCHEMA, PARTITION, TASK_STATUS_SCHEMA
 from traces.session import progress
 from traces.transforms import KEY, program_table, with_seeds
 
@@ -77,7 +77,7 @@ def run(spark: SparkSession, out: str | Path, *, specs: list[Spec], programs: in
     with c.staged_output(out, overwrite=overwrite) as staging:
         tasks = spark.range(0, plan.tasks, 1, numPartitions=plan.tasks)
         with progress(spark, "generate"):
-            tasks.mapInArrow(partial(generate_files, plan, str(staging / c.EVENTS)), TASK_STATUS_DDL).collect()
+            tasks.mapInArrow(partial(generate_files, plan, str(staging / c.EVENTS)), TASK_STATUS_SCHEMA).collect()
         generated = time.monotonic()
         written = spark.read.schema(EVENT_SCHEMA).parquet(str(staging / c.EVENTS))
         seeds = seed_table(spark, plan)

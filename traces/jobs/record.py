@@ -21,8 +21,8 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from traces import corpus as c
-from traces.run import TASK_STATUS_DDL, RecordPlan, chunk_file, record_batches
-from traces.schema import EVENT_SCHEMA, PARTITION, CorpusError
+from traces.run import RecordPlan, chunk_file, record_batches
+from traces.schema import EVENT_SCHEMA, PARTITION, TASK_STATUS_SCHEMA, CorpusError
 from traces.session import progress
 from traces.targets import TargetSpec
 from traces.transforms import KEY, program_table, with_seeds
@@ -98,7 +98,7 @@ def run(spark: SparkSession, source: str | Path, out: str | Path, *, target: Tar
                    .sortWithinPartitions(PARTITION, "chunk", "program_id", "step"))
         plan = RecordPlan(out=str(out), target=target, run=state["run"])
         with progress(spark, "record"):
-            status = pending.mapInArrow(partial(record_batches, plan), TASK_STATUS_DDL).collect()
+            status = pending.mapInArrow(partial(record_batches, plan), TASK_STATUS_SCHEMA).collect()
         log.info("record: %d chunks recorded now (%d programs, %d resumed from journals)", len(status),
                  sum(r.programs for r in status), sum(r.resumed for r in status))
     missing = [(key, n) for key, total in chunks.items() for n in range(total) if not chunk_file(out, key, n).exists()]

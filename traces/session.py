@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from traces import jvm
+from traces.transforms import PARQUET_IN_VALUES
 
 log = logging.getLogger("traces")
 
@@ -70,6 +71,9 @@ def spark_session(master: str | None = None, *, app: str = "traces", driver_memo
         # AQE may build a hash table instead of sorting both sides of a join when every
         # partition is small (the per-program tables of a diff).
         "spark.sql.adaptive.maxShuffledHashJoinLocalMapThreshold": "64MB",
+        # An IN list of up to this many values goes to Parquet value by value, so that a diff's
+        # scans of the programs it lists read only their pages (traces.transforms.programs_listed).
+        "spark.sql.parquet.pushdown.inFilterThreshold": str(PARQUET_IN_VALUES),
     }
     tuning = jvm.local_options() if local else jvm.Options(options=())
 

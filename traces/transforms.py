@@ -41,6 +41,12 @@ SIGNATURE = ("op", "spec_id", "expected_class", "observed_class", "fields")
 SIGNATURE_COLUMNS = ("signature", *SIGNATURE, "programs", "representative_program", "representative_steps",
                      "representative_step")
 ERROR_CLASS = "substring_index(error, ':', 1)"
+# The session hands an IN list of up to this many values to Parquet value by value (Spark's
+# default is 10; above it, Parquet gets the list's min..max range, which skips nothing). Spark
+# chains the values' equalities one inside the other, and a task holding a chain of 1000 overflowed
+# the JVM's stack (and, in local mode, ended the JVM), so programs_listed names its programs in
+# INs of at most this many.
+PARQUET_IN_VALUES = 200
 
 
 def _sql(anchor: DataFrame, query: str, **frames: DataFrame) -> DataFrame:
@@ -106,8 +112,6 @@ def _sql_string(text: str) -> str:
 
 
 def _balanced_or(terms: list[str]) -> str:
-    """`t1 OR t2 OR ...` as a balanced tree (depth log2 n): Parquet receives the pushed-down filter
-    with the same shape, and a chain of thousands of ORs overflows the stack where it is serialized."""
     if len(terms) == 1:
         return terms[0]
     middle = len(terms) // 2
@@ -116,23 +120,22 @@ def _balanced_or(terms: list[str]) -> str:
 
 def programs_listed(events: DataFrame, keys: list[tuple[str, str]]) -> DataFrame:
     """The events of exactly the given (spec_id, program_id) programs: one scan per spec, filtered
-    on `spec_id = ...` (which prunes the other specs' directories) and on the listed program ids.
-    The ids are given twice: `program_id IN (...)` is what Spark evaluates per event (one hash
-    lookup), and an OR of one equality per id is what Parquet receives (Spark hands an IN of more
-    than a few values to Parquet as its min..max range, which prunes nothing); with files sorted
-    by program, Parquet then reads only the pages that may hold a listed program. The columns are
-    FIELDS."""
-    by_spec: dict[str, set[str]] = {}
+    on `spec_id = ...` (which prunes the other specs' directories) and on the listed program ids,
+    as a balanced OR of `program_id IN (...)` lists of at most PARQUET_IN_VALUES ids each, which
+    the session hands to Parquet value by value: with files sorted by program, Parquet then reads
+    only the pages that may hold a listed program. The columns are FIELDS."""
+    by_spec: dict[str, list[str]] = {}
     for spec, program in keys:
-        by_spec.setdefault(spec, set()).add(program)
+        by_spec.setdefault(spec, []).append(program)
     if not by_spec:
         return _sql(events, f"SELECT {_list(FIELDS)} FROM {{events}} WHERE false", events=events)
     scans = []
     for spec, programs in sorted(by_spec.items()):
-        values = [_sql_string(p) for p in sorted(programs)]
+        values = [_sql_string(p) for p in sorted(set(programs))]
+        lists = [f"program_id IN ({', '.join(values[i:i + PARQUET_IN_VALUES])})"
+                 for i in range(0, len(values), PARQUET_IN_VALUES)]
         scans.append(f"SELECT {_list(FIELDS)} FROM {{events}} WHERE spec_id = {_sql_string(spec)} "
-                     f"AND program_id IN ({', '.join(values)}) "
-                     f"AND {_balanced_or([f'program_id = {v}' for v in values])}")
+                     f"AND {_balanced_or(lists)}")
     return _sql(events, " UNION ALL ".join(scans), events=events)
 
 

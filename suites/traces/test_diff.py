@@ -217,8 +217,9 @@ def test_listed_programs_are_exactly_their_events_and_skip_the_other_pages(spark
 
     path, events = many
     corpus = c.open_corpus(spark, path)
-    # Two programs, and ten absent ones (more than Spark hands to Parquet one by one).
-    keys = [(events[0].spec_id, p) for p in ("m0007", "m0301", *(f"m0007{x}" for x in "abcdefghij"))]
+    # Two programs, and 400 absent ones: more than Spark hands to Parquet in one IN value by value
+    # (t.PARQUET_IN_VALUES; a longer IN would reach Parquet as its min..max range, all pages between).
+    keys = [(events[0].spec_id, p) for p in ("m0007", "m0301", *(f"m0007_{x:03d}" for x in range(400)))]
     listed = t.programs_listed(corpus.events, keys)
     got = sorted((r.spec_id, r.program_id, r.step) for r in listed.collect())
     assert got == sorted((e.spec_id, e.program_id, e.step) for e in events if (e.spec_id, e.program_id) in keys)
@@ -229,8 +230,8 @@ def test_listed_programs_are_exactly_their_events_and_skip_the_other_pages(spark
 
 
 def test_thousands_of_listed_programs_are_one_query(spark, many):
-    """The pushed-down filter is a balanced tree: thousands of ids (most of them absent) do not
-    overflow the stack where Spark hands it to Parquet."""
+    """Thousands of ids (most of them absent) do not overflow the JVM's stack: Spark hands each IN
+    to Parquet as a chain of equalities, so the ids go in short INs under a balanced OR."""
     from traces import corpus as c
 
     path, events = many

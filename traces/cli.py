@@ -84,7 +84,9 @@ def _session(args: argparse.Namespace):
         conf[key] = value
     started = time.monotonic()
     spark = spark_session(args.master, app=f"traces-{args.command}", driver_memory=args.driver_memory, conf=conf)
-    log.info("spark %s on %s ready in %.1f s", spark.version, spark.sparkContext.master, time.monotonic() - started)
+    java = spark.sparkContext._jvm.java.lang.System.getProperty("java.version")
+    log.info("spark %s on %s, Java %s, ready in %.1f s", spark.version, spark.sparkContext.master, java,
+             time.monotonic() - started)
     return spark
 
 

@@ -2,9 +2,9 @@
 
 Sized for a 2-core / 24 GiB machine in local mode (everything runs in the driver JVM): a 4 GiB
 heap, shuffle partitions at twice the cores (adaptive execution coalesces further), no UI, no
-console progress bar, Spark's own log at ERROR, and a JVM tuned for short jobs (traces.jvm: C1
-only, a class-data archive written by the first run; TRACES_CDS=0 turns the archive off;
-TRACES_JAVA_OPTIONS adds options). Under `spark-submit` the master and memory come
+console progress bar, Spark's own log at ERROR, and a JVM tuned for short jobs (traces.jvm: the
+newest Java Spark runs on, C1 only, a class-data archive written by the first run; TRACES_CDS=0
+turns the archive off; TRACES_JAVA_OPTIONS adds options, TRACES_JAVA_HOME picks the Java). Under `spark-submit` the master and memory come
 from spark-submit, and on a non-local master the project's packages are shipped to the executors.
 Progress of long jobs is logged from the driver (tasks done per stage) every few seconds.
 """
@@ -94,16 +94,17 @@ def spark_session(master: str | None = None, *, app: str = "traces", driver_memo
     for key, value in settings.items():
         builder = builder.config(key, value)
     logging.getLogger("py4j").setLevel(logging.WARNING)
-    try:
-        spark = builder.getOrCreate()
-    except Exception as error:  # noqa: BLE001 - a JVM that does not start with the tuning starts without it
-        if not tuning.options:
-            raise
-        log.warning("spark: the JVM did not start with %s (%s); starting it without them",
-                    " ".join(tuning.options), str(error).strip().splitlines()[0] if str(error).strip() else error)
-        jvm.failed(tuning)
-        tuning = jvm.Options(options=())
-        spark = builder.config("spark.driver.extraJavaOptions", java_options(False)).getOrCreate()
+    with _java_home(jvm.java_home() if local else None):
+        try:
+            spark = builder.getOrCreate()
+        except Exception as error:  # noqa: BLE001 - a JVM that does not start with the tuning starts without it
+            if not tuning.options:
+                raise
+            log.warning("spark: the JVM did not start with %s (%s); starting it without them",
+                        " ".join(tuning.options), str(error).strip().splitlines()[0] if str(error).strip() else error)
+            jvm.failed(tuning)
+            tuning = jvm.Options(options=())
+            spark = builder.config("spark.driver.extraJavaOptions", java_options(False)).getOrCreate()
     jvm.started(tuning, spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
     global _TUNING
     _TUNING = tuning
@@ -111,6 +112,24 @@ def spark_session(master: str | None = None, *, app: str = "traces", driver_memo
     if not local and not spark.sparkContext.master.startswith("local"):
         ship_packages(spark)
     return spark
+
+
+@contextmanager
+def _java_home(home: Path | None) -> Iterator[None]:
+    """JAVA_HOME set to `home` while the Spark JVM starts (pyspark starts it with this process's
+    environment), as it was afterwards: a broker started later from this process keeps its Java."""
+    if home is None:
+        yield
+        return
+    before = os.environ.get("JAVA_HOME")
+    os.environ["JAVA_HOME"] = str(home)
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("JAVA_HOME", None)
+        else:
+            os.environ["JAVA_HOME"] = before
 
 
 def job_finished() -> None:

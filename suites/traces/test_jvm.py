@@ -143,3 +143,57 @@ def test_a_dead_jvm_says_how_it_died_and_shows_its_crash_report(tmp_path, monkey
     finished = subprocess.Popen(["sh", "-c", "exit 3"])
     finished.wait()
     assert "exit status 3" in jvm.death(finished) and "no crash report" in jvm.death(finished)
+
+
+def _jdk(folder: Path, name: str, version: str) -> Path:
+    home = folder / name
+    (home / "bin").mkdir(parents=True)
+    (home / "bin" / "java").write_text("#!/bin/sh\n")
+    (home / "bin" / "java").chmod(0o755)
+    (home / "release").write_text(f'IMPLEMENTOR="test"\nJAVA_VERSION="{version}"\n')
+    return home
+
+
+@pytest.fixture
+def jdks(tmp_path, monkeypatch):
+    """A JVM folder with Java 17 (the one on PATH), 21, 25, an unsupported 26 and a folder that holds
+    no Java; no JAVA_HOME."""
+    folder = tmp_path / "jvm"
+    homes = {v: _jdk(folder, f"jdk-{v}", f"{v}.0.1") for v in ("17", "21", "25", "26")}
+    (folder / "not-a-jdk").mkdir()
+    monkeypatch.setattr(jvm, "JVM_DIRS", (folder,))
+    monkeypatch.setenv("PATH", f"{homes['17'] / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    for variable in ("JAVA_HOME", "TRACES_JAVA_HOME"):
+        monkeypatch.delenv(variable, raising=False)
+    return homes
+
+
+def test_spark_runs_on_the_newest_java_it_supports_installed_beside_the_one_on_path(jdks, monkeypatch):
+    assert jvm.java_home() == jdks["25"]  # not 26: Spark does not run on it
+    monkeypatch.setattr(jvm, "SPARK_JAVA", (17, 21))
+    assert jvm.java_home() == jdks["21"]
+    monkeypatch.setattr(jvm, "SPARK_JAVA", (17,))
+    assert jvm.java_home() is None  # the one on PATH is the newest: left as found
+
+
+def test_a_java_home_chosen_by_the_user_wins_and_a_wrong_one_is_named(jdks, monkeypatch, tmp_path):
+    monkeypatch.setenv("JAVA_HOME", str(jdks["17"]))
+    assert jvm.java_home() == jdks["17"]
+    monkeypatch.setenv("TRACES_JAVA_HOME", str(jdks["21"]))
+    assert jvm.java_home() == jdks["21"]
+    monkeypatch.setenv("TRACES_JAVA_HOME", str(tmp_path / "nowhere"))
+    with pytest.raises(ValueError, match=r"\$TRACES_JAVA_HOME is .*nowhere, which has no bin/java"):
+        jvm.java_home()
+
+
+def test_the_spark_jvm_gets_its_java_home_and_the_process_keeps_its_own(monkeypatch, tmp_path):
+    from traces.session import _java_home
+
+    monkeypatch.setenv("JAVA_HOME", "/the/users/java")
+    with _java_home(tmp_path):
+        assert os.environ["JAVA_HOME"] == str(tmp_path)
+    assert os.environ["JAVA_HOME"] == "/the/users/java"
+    monkeypatch.delenv("JAVA_HOME")
+    with pytest.raises(RuntimeError), _java_home(tmp_path):
+        raise RuntimeError("the JVM did not start")
+    assert "JAVA_HOME" not in os.environ

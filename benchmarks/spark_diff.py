@@ -1,6 +1,7 @@
 """Trace diff in Spark against the DuckDB floor, on the same Parquet, and generation speed.
 
     python -m benchmarks.spark_diff [--sizes 1M,10M,50M] [--runs 1] [--work DIR] [--generate-events 200000]
+                                    [--java HOME,HOME]
 
 For each size, two corpora in the project's schema are built once (kept in --work and reused):
 real model programs (run_random_program over the 4 subscription types) tiled with fresh program
@@ -11,7 +12,8 @@ full join on the step, first divergence, signatures) runs in DuckDB in another f
 Peak memory is the summed RSS of the whole process tree (the JVM included), and CPU time the
 summed user + system time of that tree, both sampled every 50 ms (CPU time says what the wall
 time would be on idle cores when the machine is shared).
-Both results are checked against the number of programs made divergent. Generation runs
+With --java, the Spark diff runs on each of the given Java homes, the runs of every engine
+alternating. Both results are checked against the number of programs made divergent. Generation runs
 `python -m traces generate` and reports events per minute, with a profile of the model.
 """
 
@@ -279,18 +281,37 @@ def _load() -> str:
     return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
+def _spark_engines(java: str) -> list[tuple[str, str]]:
+    """("spark (Java N)", TRACES_JAVA_HOME or "" for the jobs' own choice) per Java to compare."""
+    from traces import jvm
+
+    if not java:
+        home = jvm.java_home() or Path(os.path.realpath(shutil.which("java") or "java")).parent.parent
+        return [(f"spark (Java {jvm.java_major(home)})", "")]
+    engines = []
+    for home in java.split(","):
+        major = jvm.java_major(Path(home))
+        if major is None:
+            raise SystemExit(f"error: --java {home}: not a Java home (no release file naming its version)")
+        engines.append((f"spark (Java {major})", home))
+    return engines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1M,10M,50M")
     parser.add_argument("--runs", type=int, default=1, help="diff runs per engine and size (the median is shown)")
     parser.add_argument("--work", default=str(Path(tempfile.gettempdir()) / "spark_diff_bench"))
     parser.add_argument("--generate-events", type=_size, default=200_000, help="0 skips the generation figure")
+    parser.add_argument("--java", default="", help="Java homes to run the Spark diff on, side by side "
+                                                   "(comma-separated; default: the one the jobs pick)")
     parser.add_argument("--duckdb-diff", nargs=3, metavar=("EXPECTED", "OBSERVED", "OUT"), help=argparse.SUPPRESS)
     parser.add_argument("--build-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.duckdb_diff:
         duckdb_diff(*args.duckdb_diff)
         return
+    engines = _spark_engines(args.java) + [("duckdb", None)]
     work = Path(args.work).absolute()
     work.mkdir(parents=True, exist_ok=True)
     template = work / "template.parquet"
@@ -319,37 +340,37 @@ def main() -> None:
     rows = []
     for size, (expected, observed, truth) in corpora.items():
         events = sum(json.loads((p / "corpus.json").read_text())["events"] for p in (expected, observed))
-        figures = {}
-        for engine in ("spark", "duckdb"):
-            runs = []
-            for _ in range(args.runs):
-                out = work / f"diff-{engine}-{size}"
+        runs: dict[str, list] = {name: [] for name, _ in engines}
+        for _ in range(args.runs):  # the engines alternate, so that a machine slowing down weighs on all
+            for name, java_home in engines:
+                out = work / f"diff-{name.split()[0]}-{size}"
                 shutil.rmtree(out, ignore_errors=True)
-                command = ([PYTHON, "-m", "traces", "diff", str(expected), str(observed), "--out", str(out), "-q"]
-                           if engine == "spark" else
-                           [PYTHON, "-m", "benchmarks.spark_diff", "--duckdb-diff", str(expected), str(observed), str(out)])
-                wall, peak, cpu, done = measured(command, cwd=ROOT)
+                if java_home is None:
+                    command, env = [PYTHON, "-m", "benchmarks.spark_diff", "--duckdb-diff", str(expected), str(observed),
+                                    str(out)], None
+                else:
+                    command = [PYTHON, "-m", "traces", "diff", str(expected), str(observed), "--out", str(out), "-q"]
+                    env = {**os.environ, "TRACES_JAVA_HOME": java_home} if java_home else None
+                wall, peak, cpu, done = measured(command, cwd=ROOT, env=env)
                 if done.returncode:
-                    raise RuntimeError(f"{engine} diff failed:\n{done.stderr}")
-                found = (json.loads((out / "summary.json").read_text())["divergent_programs"] if engine == "spark"
-                         else json.loads(done.stdout)["divergent_programs"])
-                runs.append((wall, peak, found, cpu))
-            runs.sort()
-            figures[engine] = runs[len(runs) // 2]
+                    raise RuntimeError(f"{name} diff failed:\n{done.stderr}")
+                found = (json.loads(done.stdout)["divergent_programs"] if java_home is None
+                         else json.loads((out / "summary.json").read_text())["divergent_programs"])
+                runs[name].append((wall, peak, found, cpu))
+        figures = {name: sorted(found)[len(found) // 2] for name, found in runs.items()}
         rows.append((size, events, truth, figures, os.getloadavg()[0]))
-        print(f"{size:,}: spark {figures['spark'][0]:.1f} s, duckdb {figures['duckdb'][0]:.1f} s ({_load()})",
+        print(f"{size:,}: " + ", ".join(f"{name} {figures[name][0]:.1f} s" for name, _ in engines) + f" ({_load()})",
               file=sys.stderr, flush=True)
     print(f"\nTrace diff, 2 cores, local[*], wall time including process and session start ({_load()} at the end)\n")
-    print("| events per corpus | divergent programs (truth / spark / duckdb) | engine | wall s | CPU s | events/s "
-          "| peak RSS | Spark/DuckDB (wall) | load (1 min) |")
+    print("| events per corpus | divergent programs (truth / found) | engine | wall s | CPU s | events/s "
+          "| peak RSS | / DuckDB (wall) | load (1 min) |")
     print("|---|---|---|---|---|---|---|---|---|")
     for size, events, truth, figures, load in rows:
-        ratio = figures["spark"][0] / figures["duckdb"][0]
-        for engine in ("spark", "duckdb"):
-            wall, peak, found, cpu = figures[engine]
-            print(f"| {size:,} | {truth} / {figures['spark'][2]} / {figures['duckdb'][2]} | {engine} | {wall:.1f} | "
-                  f"{cpu:.1f} | {events / wall / 1e6:.2f} M | {peak / 2**30:.2f} GiB | "
-                  f"{f'{ratio:.1f}x' if engine == 'spark' else ''} | {load:.1f} |")
+        floor = figures["duckdb"][0]
+        for name, java_home in engines:
+            wall, peak, found, cpu = figures[name]
+            print(f"| {size:,} | {truth} / {found} | {name} | {wall:.1f} | {cpu:.1f} | {events / wall / 1e6:.2f} M | "
+                  f"{peak / 2**30:.2f} GiB | {'' if java_home is None else f'{wall / floor:.1f}x'} | {load:.1f} |")
     if args.generate_events:
         generated = measure_generation(work, args.generate_events)
         print(f"\nGeneration through the model ({generated['events']:,} events, 4 specs, {STEPS} steps): "

@@ -3,10 +3,10 @@ serial collector, and a class-data archive.
 
 Which Java: $TRACES_JAVA_HOME, else $JAVA_HOME, else the newest JDK of a version Spark runs on
 (SPARK_JAVA) installed side by side with the `java` on PATH (in /usr/lib/jvm, where Debian and
-Ubuntu put them), when it is newer than that one. A newer JVM runs the diff's Parquet scans faster
-(the 50M-event diff, alternating, four runs each: 14.6-21.0 s wall on Java 25 against 20.7-32.7 s
-on Java 17, on a machine whose speed varied that much between runs); only this process's Spark
-JVM uses it, not the broker nor anything else started from the same process.
+Ubuntu put them), when it is newer than that one. A newer JVM runs the diff faster (the 50M-event
+diff, median of three runs alternating: 22.5 s wall on Java 25, 31.7 s on Java 17; the 10M one
+14.8 s and 17.1 s). Only this process's Spark JVM gets it, not the broker nor anything else
+started from the same process.
 
 A short local job spends much of its CPU starting the JVM and compiling: C1 alone compiles
 quickly; the serial collector does without G1's concurrent threads, which on two cores compete

@@ -117,3 +117,40 @@ def test_a_drain_waits_out_a_failover_pause_only_when_something_is_owed_after_it
     waiting.drain(glance_ms=5)
     timeouts = [op.timeout_ms for op, _ in waiting.history if isinstance(op, o.Receive)]
     assert timeouts[0] == 100
+
+
+def test_a_dead_letter_programs_client_is_closed_before_its_topic_is_deleted(monkeypatch):
+    """The C++ client crashed (segmentation fault) in its own threads while the topic of a program
+    with a dead-letter policy was deleted under the client still open: that client (it owns the
+    dead-letter producers its consumers made) is closed first, and the next program gets a new one."""
+    from fixtures.targets import pulsar_target
+
+    log = []
+    clients = itertools.count()
+
+    class Client:
+        def __init__(self, *args, **kwargs):
+            self.name = f"client-{next(clients)}"
+
+        def close(self):
+            log.append(f"close {self.name}")
+
+    class Admin:
+        def __init__(self, admin_url):
+            pass
+
+        def runtime_configuration(self):
+            return {"acknowledgmentAtBatchIndexLevelEnabled": "true", "activeConsumerFailoverDelayTimeMillis": "100"}
+
+        def delete_topic(self, topic):
+            log.append(f"delete {topic.rsplit('/', 1)[1]}")
+
+    monkeypatch.setattr(pulsar_target.pulsar, "Client", Client)
+    monkeypatch.setattr(pulsar_target, "AdminClient", Admin)
+    target = pulsar_target.PulsarTarget("pulsar://nowhere:6650", "http://nowhere:8080")
+    target.reset(Spec(max_redeliver_count=1), "p1")
+    target.reset(Spec(), "p2")
+    target.reset(Spec(), "p3")
+    assert log == ["close client-0", "delete p1", "delete p2"]
+    target.close()
+    assert log[3:] == ["delete p3", "close client-1", "delete p1-conformance-DLQ"]

@@ -2,7 +2,7 @@
 serial collector, and a class-data archive.
 
 Which Java: $TRACES_JAVA_HOME, else $JAVA_HOME, else the newest JDK of a version Spark runs on
-(SPARK_JAVA) installed side by side with the `java` on PATH (in /usr/lib/jvm, where Debian and
+(spark_java(): 17, 21, 25 for Spark 4.3+) installed side by side with the `java` on PATH (in /usr/lib/jvm, where Debian and
 Ubuntu put them), when it is newer than that one. A newer JVM runs the diff faster (the 50M-event
 diff, median of three runs alternating: 22.5 s wall on Java 25, 31.7 s on Java 17; the 10M one
 14.8 s and 17.1 s). Only this process's Spark JVM gets it, not the broker nor anything else
@@ -81,7 +81,14 @@ def death(process) -> str | None:
         return f"the JVM (pid {process.pid}) is gone: {how}; it wrote no crash report ({report})"
 
 
-SPARK_JAVA = (17, 21, 25)  # the Java versions the pinned Spark runs on
+def spark_java() -> tuple[int, ...]:
+    """The Java versions the installed Spark runs on (Java 25 checked with Spark 4.3 here)."""
+    import pyspark
+
+    version = tuple(int(part) for part in pyspark.__version__.split(".")[:2] if part.isdigit())
+    return (17, 21, 25) if version >= (4, 3) else (17, 21) if version >= (4, 0) else (8, 11, 17)
+
+
 JVM_DIRS = (Path("/usr/lib/jvm"),)
 
 
@@ -104,13 +111,16 @@ def java_home() -> Path | None:
             return home
     on_path = shutil.which("java")
     current = java_major(Path(os.path.realpath(on_path)).parent.parent) if on_path else None
+    if on_path and current is None:
+        return None  # a wrapper or shim whose version is unknown: left as found
+    supported = spark_java()
     installed = [(major, home) for folder in JVM_DIRS if folder.is_dir() for home in sorted(folder.iterdir())
                  if (home / "bin" / "java").exists()
-                 and (major := java_major(home)) in SPARK_JAVA]
+                 and (major := java_major(home)) in supported]
     if not installed:
         return None
     major, home = max(installed, key=lambda found: found[0])
-    return home if current is None or major > current else None
+    return home if current is None or current not in supported or major > current else None
 
 
 def _java() -> str:

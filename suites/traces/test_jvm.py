@@ -169,11 +169,21 @@ def jdks(tmp_path, monkeypatch):
 
 
 def test_spark_runs_on_the_newest_java_it_supports_installed_beside_the_one_on_path(jdks, monkeypatch):
+    monkeypatch.setattr(jvm, "spark_java", lambda: (17, 21, 25))
     assert jvm.java_home() == jdks["25"]  # not 26: Spark does not run on it
-    monkeypatch.setattr(jvm, "SPARK_JAVA", (17, 21))
+    monkeypatch.setattr(jvm, "spark_java", lambda: (17, 21))
     assert jvm.java_home() == jdks["21"]
-    monkeypatch.setattr(jvm, "SPARK_JAVA", (17,))
+    monkeypatch.setattr(jvm, "spark_java", lambda: (17,))
     assert jvm.java_home() is None  # the one on PATH is the newest: left as found
+
+
+def test_a_java_on_path_of_unknown_version_is_left_as_found(jdks, monkeypatch, tmp_path):
+    shim = tmp_path / "shims"
+    shim.mkdir()
+    (shim / "java").write_text("#!/bin/sh\n")
+    (shim / "java").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{shim}{os.pathsep}{os.environ['PATH']}")
+    assert jvm.java_home() is None
 
 
 def test_a_java_home_chosen_by_the_user_wins_and_a_wrong_one_is_named(jdks, monkeypatch, tmp_path):

@@ -282,18 +282,21 @@ def _load() -> str:
 
 
 def _spark_engines(java: str) -> list[tuple[str, str]]:
-    """("spark (Java N)", TRACES_JAVA_HOME or "" for the jobs' own choice) per Java to compare."""
+    """("spark (Java N[, home])", TRACES_JAVA_HOME or "" for the jobs' own choice) per Java to compare."""
     from traces import jvm
 
     if not java:
-        home = jvm.java_home() or Path(os.path.realpath(shutil.which("java") or "java")).parent.parent
+        try:
+            home = jvm.java_home() or Path(os.path.realpath(shutil.which("java") or "java")).parent.parent
+        except ValueError as error:
+            raise SystemExit(f"error: {error}") from None
         return [(f"spark (Java {jvm.java_major(home)})", "")]
     engines = []
-    for home in java.split(","):
+    for home in dict.fromkeys(str(Path(h).absolute()) for h in java.split(",")):
         major = jvm.java_major(Path(home))
         if major is None:
             raise SystemExit(f"error: --java {home}: not a Java home (no release file naming its version)")
-        engines.append((f"spark (Java {major})", home))
+        engines.append((f"spark (Java {major}, {Path(home).name})", home))
     return engines
 
 
@@ -357,7 +360,7 @@ def main() -> None:
                 found = (json.loads(done.stdout)["divergent_programs"] if java_home is None
                          else json.loads((out / "summary.json").read_text())["divergent_programs"])
                 runs[name].append((wall, peak, found, cpu))
-        figures = {name: sorted(found)[len(found) // 2] for name, found in runs.items()}
+        figures = {name: sorted(measured_runs)[len(measured_runs) // 2] for name, measured_runs in runs.items()}
         rows.append((size, events, truth, figures, os.getloadavg()[0]))
         print(f"{size:,}: " + ", ".join(f"{name} {figures[name][0]:.1f} s" for name, _ in engines) + f" ({_load()})",
               file=sys.stderr, flush=True)

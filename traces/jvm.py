@@ -2,8 +2,8 @@
 serial collector, and a class-data archive.
 
 Which Java: $TRACES_JAVA_HOME, else $JAVA_HOME, else the newest JDK of a version Spark runs on
-(spark_java(): 17, 21, 25 for Spark 4.3+) installed side by side with the `java` on PATH (in /usr/lib/jvm, where Debian and
-Ubuntu put them), when it is newer than that one. A newer JVM runs the diff faster (the 50M-event
+(spark_java(): 17, 21, 25 for Spark 4.3+) installed side by side with the `java` on PATH (in
+/usr/lib/jvm, where Debian and Ubuntu put them), when it is newer than that one. A newer JVM runs the diff faster (the 50M-event
 diff, median of three runs alternating: 22.5 s wall on Java 25, 31.7 s on Java 17; the 10M one
 14.8 s and 17.1 s). Only this process's Spark JVM gets it, not the broker nor anything else
 started from the same process.
@@ -40,7 +40,7 @@ import sys
 import tempfile
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 log = logging.getLogger("traces")
@@ -57,6 +57,7 @@ class Options:
     options: tuple[str, ...]
     archive: Path | None = None  # the archive these options read (removed if the JVM fails to start)
     writing: Path | None = None  # the archive these options write at exit (its writer's pid goes next to it)
+    java_home: Path | None = None  # the Java the JVM runs from (java_home(); None: the `java` on PATH)
 
 
 def error_file(pid: int) -> Path:
@@ -123,20 +124,20 @@ def java_home() -> Path | None:
     return home if current is None or current not in supported or major > current else None
 
 
-def _java() -> str:
-    home = java_home()
+def _java(home: Path | None) -> str:
     java = str(home / "bin" / "java") if home else shutil.which("java") or "java"
     return os.path.realpath(java)
 
 
-def archive_path() -> Path | None:
-    """The archive for this Spark, Python and JVM build (None: turned off with TRACES_CDS=0). A
-    dynamic archive holds the classes its writer loaded, whatever the collector."""
+def archive_path(java: str | None = None) -> Path | None:
+    """The archive for this Spark, Python and JVM build (`java`: the JVM's executable, by default
+    the one java_home() picks; None: turned off with TRACES_CDS=0). A dynamic archive holds the
+    classes its writer loaded, whatever the collector."""
     if os.environ.get("TRACES_CDS", "1") == "0":
         return None
     import pyspark
 
-    java = _java()
+    java = java or _java(java_home())
     jvm = Path(java).parent.parent / "lib" / "server" / "libjvm.so"
     try:
         stat = jvm.stat()
@@ -206,8 +207,13 @@ def settle(archive: Path) -> bool:
 
 
 def local_options() -> Options:
-    """The tuning options for a local session, reading or writing the archive as it stands."""
-    archive = archive_path()
+    """The tuning options for a local session on the Java java_home() picks, reading or writing
+    the archive as it stands."""
+    home = java_home()
+    return replace(_tuning(archive_path(_java(home))), java_home=home)
+
+
+def _tuning(archive: Path | None) -> Options:
     if archive is None:
         return Options(options=(*TUNING, ERROR_FILE))
     try:

@@ -4,8 +4,9 @@ Sized for a 2-core / 24 GiB machine in local mode (everything runs in the driver
 heap, shuffle partitions at twice the cores (adaptive execution coalesces further), no UI, no
 console progress bar, Spark's own log at ERROR, and a JVM tuned for short jobs (traces.jvm: the
 newest Java Spark runs on, C1 only, a class-data archive written by the first run; TRACES_CDS=0
-turns the archive off; TRACES_JAVA_OPTIONS adds options, TRACES_JAVA_HOME picks the Java). Under `spark-submit` the master and memory come
-from spark-submit, and on a non-local master the project's packages are shipped to the executors.
+turns the archive off; TRACES_JAVA_OPTIONS adds options, TRACES_JAVA_HOME picks the Java). Under
+`spark-submit` the master and memory come from spark-submit, and on a non-local master the
+project's packages are shipped to the executors.
 Progress of long jobs is logged from the driver (tasks done per stage) every few seconds.
 """
 
@@ -23,7 +24,6 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from traces import jvm
-from traces.transforms import PARQUET_IN_VALUES
 
 log = logging.getLogger("traces")
 
@@ -49,6 +49,8 @@ def spark_session(master: str | None = None, *, app: str = "traces", driver_memo
     """Get or create the session; `master` None means local[*] unless spark-submit chose one."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
+
+    from traces.transforms import PARQUET_IN_VALUES
 
     builder = SparkSession.builder.appName(app)
     submitted = _under_spark_submit()
@@ -94,7 +96,7 @@ def spark_session(master: str | None = None, *, app: str = "traces", driver_memo
     for key, value in settings.items():
         builder = builder.config(key, value)
     logging.getLogger("py4j").setLevel(logging.WARNING)
-    with _java_home(jvm.java_home() if local else None):
+    with _with_java_home(tuning.java_home):
         try:
             spark = builder.getOrCreate()
         except Exception as error:  # noqa: BLE001 - a JVM that does not start with the tuning starts without it
@@ -103,7 +105,7 @@ def spark_session(master: str | None = None, *, app: str = "traces", driver_memo
             log.warning("spark: the JVM did not start with %s (%s); starting it without them",
                         " ".join(tuning.options), str(error).strip().splitlines()[0] if str(error).strip() else error)
             jvm.failed(tuning)
-            tuning = jvm.Options(options=())
+            tuning = jvm.Options(options=(), java_home=tuning.java_home)
             spark = builder.config("spark.driver.extraJavaOptions", java_options(False)).getOrCreate()
     jvm.started(tuning, spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
     global _TUNING
@@ -115,7 +117,7 @@ def spark_session(master: str | None = None, *, app: str = "traces", driver_memo
 
 
 @contextmanager
-def _java_home(home: Path | None) -> Iterator[None]:
+def _with_java_home(home: Path | None) -> Iterator[None]:
     """JAVA_HOME set to `home` while the Spark JVM starts (pyspark starts it with this process's
     environment), as it was afterwards: a broker started later from this process keeps its Java."""
     if home is None:

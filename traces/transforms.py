@@ -112,6 +112,7 @@ def _sql_string(text: str) -> str:
 
 
 def _balanced_or(terms: list[str]) -> str:
+    """`t1 OR t2 OR ...` as a balanced tree (depth log2 n), however many IN lists a scan needs."""
     if len(terms) == 1:
         return terms[0]
     middle = len(terms) // 2

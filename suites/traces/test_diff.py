@@ -229,6 +229,19 @@ def test_listed_programs_are_exactly_their_events_and_skip_the_other_pages(spark
     assert 0 < _scanned_rows(listed) <= 2 * 1000 < len(events) // 2
 
 
+def test_a_list_longer_than_sparks_default_reaches_parquet_value_by_value(spark, many):
+    """22 ids in one IN list: past Spark's default of 10 values Parquet would get the list's
+    min..max range (every page from m0007 to m0301); the session's pushdown threshold hands it the
+    values, so only the two programs' pages are read."""
+    from traces import corpus as c
+
+    path, events = many
+    keys = [(events[0].spec_id, p) for p in ("m0007", "m0301", *(f"m0007_{x:02d}" for x in range(20)))]
+    listed = t.programs_listed(c.open_corpus(spark, path).events, keys)
+    assert len(listed.collect()) == 20  # m0007 and m0301, 10 events each
+    assert 0 < _scanned_rows(listed) <= 2 * 1000
+
+
 def test_thousands_of_listed_programs_are_one_query(spark, many):
     """Thousands of ids (most of them absent) do not overflow the JVM's stack: Spark hands each IN
     to Parquet as a chain of equalities, so the ids go in short INs under a balanced OR."""

@@ -186,7 +186,7 @@ def test_a_java_on_path_of_unknown_version_is_left_as_found(jdks, monkeypatch, t
     assert jvm.java_home() is None
 
 
-def test_a_java_home_chosen_by_the_user_wins_and_a_wrong_one_is_named(jdks, monkeypatch, tmp_path):
+def test_a_with_java_home_chosen_by_the_user_wins_and_a_wrong_one_is_named(jdks, monkeypatch, tmp_path):
     monkeypatch.setenv("JAVA_HOME", str(jdks["17"]))
     assert jvm.java_home() == jdks["17"]
     monkeypatch.setenv("TRACES_JAVA_HOME", str(jdks["21"]))
@@ -196,14 +196,22 @@ def test_a_java_home_chosen_by_the_user_wins_and_a_wrong_one_is_named(jdks, monk
         jvm.java_home()
 
 
-def test_the_spark_jvm_gets_its_java_home_and_the_process_keeps_its_own(monkeypatch, tmp_path):
-    from traces.session import _java_home
+def test_the_spark_jvm_gets_its_with_java_home_and_the_process_keeps_its_own(monkeypatch, tmp_path):
+    from traces.session import _with_java_home
 
     monkeypatch.setenv("JAVA_HOME", "/the/users/java")
-    with _java_home(tmp_path):
+    with _with_java_home(tmp_path):
         assert os.environ["JAVA_HOME"] == str(tmp_path)
     assert os.environ["JAVA_HOME"] == "/the/users/java"
     monkeypatch.delenv("JAVA_HOME")
-    with pytest.raises(RuntimeError), _java_home(tmp_path):
+    with pytest.raises(RuntimeError), _with_java_home(tmp_path):
         raise RuntimeError("the JVM did not start")
     assert "JAVA_HOME" not in os.environ
+
+
+@pytest.mark.parametrize("version, javas", [("3.5.1", (8, 11, 17)), ("4.0.0", (17, 21)), ("4.3.0", (17, 21, 25))])
+def test_the_javas_to_pick_from_follow_the_installed_spark(monkeypatch, version, javas):
+    import pyspark
+
+    monkeypatch.setattr(pyspark, "__version__", version)
+    assert jvm.spark_java() == javas

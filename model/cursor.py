@@ -24,8 +24,12 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Iterable
 from dataclasses import dataclass
+from operator import itemgetter
+
+from model.records import maker
 
 Range = tuple[int, int]  # (lower, upper]: entries lower+1 .. upper
+_UPPER = itemgetter(1)
 BatchIndexes = tuple[int, frozenset[int]]  # (entry, acked batch indexes) of a partly acked batch
 
 
@@ -41,7 +45,7 @@ class Cursor:
             return True
         ranges = self.individually_deleted
         # Ranges are sorted and disjoint: the only candidate is the first whose upper end >= entry.
-        at = bisect_left(ranges, entry, key=lambda r: r[1])
+        at = bisect_left(ranges, entry, key=_UPPER)
         return at < len(ranges) and ranges[at][0] < entry
 
     def acked_indexes(self, entry: int) -> frozenset[int]:
@@ -52,12 +56,19 @@ class Cursor:
         return frozenset()
 
     def acknowledged(self, upto: int) -> frozenset[int]:
-        """The acknowledged entries among 0..upto-1."""
-        return frozenset(e for e in range(upto) if self.is_acknowledged(e))
+        """The acknowledged entries among 0..upto-1 (read off markDeletePosition and the ranges: a
+        cursor read asks this of every cursor it compares)."""
+        acked = set(range(min(self.mark_delete + 1, upto)))
+        for lower, upper in self.individually_deleted:
+            acked.update(range(lower + 1, min(upper + 1, upto)))
+        return frozenset(acked)
 
     def backlog(self, entries: int) -> int:
         """Unacknowledged entries among the first `entries` (the broker's msgBacklog counts entries)."""
         return sum(1 for e in range(entries) if not self.is_acknowledged(e))
+
+
+_cursor = maker(Cursor)  # Cursor(...), fast: most steps make one
 
 
 def from_acknowledged(acked: Iterable[int], *, mark_delete: int = -1, batch_deleted: Iterable[BatchIndexes] = (),
@@ -80,7 +91,7 @@ def from_acknowledged(acked: Iterable[int], *, mark_delete: int = -1, batch_dele
         (entry, frozenset(indexes)) for entry, indexes in batch_deleted
         if indexes and entry > mark_delete and entry not in acked_set
     ))
-    return Cursor(mark_delete=mark_delete, individually_deleted=tuple(ranges), batch_deleted=batches,
+    return _cursor(mark_delete=mark_delete, individually_deleted=tuple(ranges), batch_deleted=batches,
                   read_position=max(read_position, mark_delete + 1))
 
 
@@ -109,9 +120,9 @@ def delete_batch_index(cursor: Cursor, entry: int, index: int, batch_size: int) 
     indexes = cursor.acked_indexes(entry) | {index}
     others = tuple(b for b in cursor.batch_deleted if b[0] != entry)
     if indexes >= frozenset(range(batch_size)):
-        return delete(Cursor(mark_delete=cursor.mark_delete, individually_deleted=cursor.individually_deleted,
+        return delete(_cursor(mark_delete=cursor.mark_delete, individually_deleted=cursor.individually_deleted,
                              batch_deleted=others, read_position=cursor.read_position), [entry])
-    return Cursor(mark_delete=cursor.mark_delete, individually_deleted=cursor.individually_deleted,
+    return _cursor(mark_delete=cursor.mark_delete, individually_deleted=cursor.individually_deleted,
                   batch_deleted=tuple(sorted(others + ((entry, indexes),))), read_position=cursor.read_position)
 
 
@@ -121,20 +132,20 @@ def reset(cursor: Cursor, entry: int) -> Cursor:
     `ManagedCursorImpl.internalResetCursor`: markDeletePosition := previous(entry), the individually
     deleted ranges and batch indexes are cleared, the read position is the target.
     """
-    return Cursor(mark_delete=entry - 1, read_position=entry)
+    return _cursor(mark_delete=entry - 1, read_position=entry)
 
 
 def advance_read(cursor: Cursor, entry: int) -> Cursor:
     """The dispatcher has read up to (not including) `entry`."""
     if entry <= cursor.read_position:
         return cursor
-    return Cursor(mark_delete=cursor.mark_delete, individually_deleted=cursor.individually_deleted,
+    return _cursor(mark_delete=cursor.mark_delete, individually_deleted=cursor.individually_deleted,
                   batch_deleted=cursor.batch_deleted, read_position=entry)
 
 
 def rewind(cursor: Cursor) -> Cursor:
     """Read again from the first unacknowledged entry (redelivery on Exclusive/Failover, reconnect)."""
-    return Cursor(mark_delete=cursor.mark_delete, individually_deleted=cursor.individually_deleted,
+    return _cursor(mark_delete=cursor.mark_delete, individually_deleted=cursor.individually_deleted,
                   batch_deleted=cursor.batch_deleted, read_position=cursor.mark_delete + 1)
 
 

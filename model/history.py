@@ -116,37 +116,39 @@ def cursor_of(text: str) -> cur.Cursor:
 
 def event_of(program_id: str, spec: Spec, step: int, op: o.Op, completion: o.Completion,
              *, spec_text: str | None = None, spec_key: str | None = None) -> Event:
-    return Event(**event_fields(program_id, spec, step, op, completion, spec_text=spec_text, spec_key=spec_key))
+    values = event_values(program_id, spec, step, op, completion, spec_text=spec_text, spec_key=spec_key)
+    return Event(**dict(zip(FIELDS, values)))
 
 
-def event_fields(program_id: str, spec: Spec, step: int, op: o.Op, completion: o.Completion,
-                 *, spec_text: str | None = None, spec_key: str | None = None) -> dict:
-    """The fields of `event_of(...)` as a dict, without the Event: the trace generator turns
-    millions of these into Arrow columns. Fields left at their default are absent."""
+def event_values(program_id: str, spec: Spec, step: int, op: o.Op, completion: o.Completion,
+                 *, spec_text: str | None = None, spec_key: str | None = None) -> tuple:
+    """The fields of `event_of(...)` as a tuple in FIELDS order, without the Event: the trace
+    generator turns millions of these into Arrow columns (a tuple per event, transposed at once)."""
     message = getattr(op, "message", None)
+    entry, index = (message.entry, message.index) if message is not None else (None, None)
+    kind = type(op)
+    keys = batched = ms = delivered_entry = delivered_index = redelivery_count = cursor = sent = None
+    if kind is o.Send:
+        keys, batched = op.keys, op.batched
+    elif kind is o.Tick:
+        ms = op.ms
+    elif kind is o.Receive:
+        ms = op.timeout_ms  # how long the receive waited: a reproduction waits as long
     value = completion.value
-    fields: dict = {
-        "program_id": program_id, "step": step, "spec_id": spec_key or spec_id(spec),
-        "spec": spec_text or spec_json(spec), "op": OP_KINDS[type(op)],
-        "consumer": getattr(op, "consumer", None), "outcome": completion.outcome.value, "at": completion.at,
-        "error": completion.error,
-    }
-    if message is not None:
-        fields.update(entry=message.entry, index=message.index)
-    if isinstance(op, o.Send):
-        fields.update(keys=op.keys, batched=op.batched)
-    if isinstance(op, o.Tick):
-        fields["ms"] = op.ms
-    elif isinstance(op, o.Receive) and op.timeout_ms is not None:
-        fields["ms"] = op.timeout_ms  # how long the receive waited: a reproduction waits as long
     if isinstance(value, o.Delivery):
-        fields.update(delivered_entry=value.message.entry, delivered_index=value.message.index,
-                      redelivery_count=value.redelivery_count)
+        delivered_entry, delivered_index, redelivery_count = value.message.entry, value.message.index, value.redelivery_count
     elif isinstance(value, cur.Cursor):
-        fields["cursor"] = cursor_text(value)
+        cursor = cursor_text(value)
     elif isinstance(value, tuple):
-        fields["sent"] = len(value)
-    return fields
+        sent = len(value)
+    return (program_id, step, spec_key or spec_id(spec), spec_text or spec_json(spec), OP_KINDS[kind],
+            getattr(op, "consumer", None), entry, index, keys, batched, ms, completion.outcome.value, completion.at,
+            delivered_entry, delivered_index, redelivery_count, cursor, sent, completion.error)
+
+
+assert FIELDS == ("program_id", "step", "spec_id", "spec", "op", "consumer", "entry", "index", "keys", "batched", "ms",
+                  "outcome", "at", "delivered_entry", "delivered_index", "redelivery_count", "cursor", "sent",
+                  "error"), "event_values lists the fields in this order"
 
 
 def op_of(event: Event) -> o.Op:

@@ -15,8 +15,12 @@ import zlib
 from model import cursor as cur
 from model import ops as o
 from model.spec import SubscriptionType
+from model.records import maker
 from model.state import Message, State, Status
 from model.step import flush_acks
+
+
+_make_delivery = maker(o.Delivery)
 
 
 def respond(state: State, op: o.Op, rng: random.Random) -> o.Completion:
@@ -77,16 +81,30 @@ def pick_delivery(state: State, consumer: str) -> o.Delivery | None:
     connected, now, kind = state.connected(), state.now, state.spec.subscription_type
     if kind.single_active_consumer and connected and connected[0].name != consumer:
         return None  # not the active consumer: nothing is dispatched to it
-    candidates = [m for m in state.messages
-                  if (m.status is Status.AVAILABLE
-                      or (m.status is Status.HELD and m.back_from is not None and m.back_from <= now))]
-    if kind is SubscriptionType.KEY_SHARED:
-        candidates = [m for m in candidates if _dispatch_target(state, connected, m) in (None, consumer)]
-    if not candidates:
-        return None
-    message = min(candidates, key=lambda m: (not m.delivered, m.id))
+    keyed = kind is SubscriptionType.KEY_SHARED
+    targets: dict[str | None, str | None] = {}  # Key_Shared: the consumer each key goes to
+    first_fresh = None
+    # Messages are in id order: the first redelivery found is the earliest, and so is the first
+    # message never delivered.
+    for m in state.messages:
+        if not (m.status is Status.AVAILABLE
+                or (m.status is Status.HELD and m.back_from is not None and m.back_from <= now)):
+            continue
+        if keyed:
+            if m.key not in targets:
+                targets[m.key] = _dispatch_target(state, connected, m)
+            if targets[m.key] not in (None, consumer):
+                continue
+        if m.delivered:
+            return _delivery(m, kind)
+        if first_fresh is None:
+            first_fresh = m
+    return _delivery(first_fresh, kind) if first_fresh is not None else None
+
+
+def _delivery(message: Message, kind: SubscriptionType) -> o.Delivery:
     count = message.count_lo if kind.tracks_redelivery_count else 0
-    return o.Delivery(message=message.id, redelivery_count=count, key=message.key)
+    return _make_delivery(message=message.id, redelivery_count=count, key=message.key)
 
 
 def run_random_program(spec, seed: int, steps: int) -> list[tuple[o.Op, o.Completion]]:

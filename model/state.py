@@ -19,28 +19,15 @@ non-deterministic layer (model/nondet.py) works on sets of these states.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from bisect import bisect_left
+from dataclasses import dataclass
+from operator import attrgetter
 from enum import StrEnum
 
 from model.cursor import Cursor
 from model.ops import MessageId
+from model.records import copier, maker
 from model.spec import Spec
-
-
-def _replacer(cls: type):
-    """`dataclasses.replace(obj, **changes)` for a frozen, slotted dataclass without `__post_init__`:
-    the same new value (the changed fields set, the others copied), about 3x faster, since it
-    skips the generic checks and the frozen `__setattr__` (each slot is set through its
-    descriptor). Copying a state is the model's hottest call. Changes naming an unknown field go
-    to `dataclasses.replace`, which raises as usual."""
-    assert not hasattr(cls, "__post_init__") and all(f.init for f in fields(cls))
-    names = [f.name for f in fields(cls)]
-    scope = {"new": object.__new__, "cls": cls, "names": frozenset(names), "replace": replace,
-             **{f"set_{name}": getattr(cls, name).__set__ for name in names}}
-    body = "".join(f"    set_{n}(copy, changes['{n}'] if '{n}' in changes else self.{n})\n" for n in names)
-    exec(f"def with_(self, changes):\n    if not names.issuperset(changes):\n        return replace(self, **changes)\n"
-         f"    copy = new(cls)\n{body}    return copy\n", scope)
-    return scope["with_"]
 
 
 class Status(StrEnum):
@@ -92,8 +79,12 @@ class Message:
     # limiting count may have reached the receiver queue): unsure, not an application's ack.
     dead_letter_unsure: bool = False
 
-    def with_(self, **changes: object) -> Message:
-        return _with_message(self, changes)
+    # with_(**changes): `dataclasses.replace(self, **changes)`, made fast by model.records (set below).
+
+    @staticmethod
+    def published(message_id: MessageId, key: str | None, serial: int) -> Message:
+        """A message just sent: `Message(id=..., key=..., serial=...)`, fast (every send makes one)."""
+        return _make_message(id=message_id, key=key, serial=serial)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -106,15 +97,14 @@ class Consumer:
     pending_acks: tuple[tuple[str, MessageId], ...] = ()
     serial: int = 0  # order of subscription among sends and subscribes
 
-    def with_(self, **changes: object) -> Consumer:
-        return _with_consumer(self, changes)
+    # with_(**changes): `dataclasses.replace(self, **changes)`, made fast by model.records (set below).
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class State:
     spec: Spec
     now: int = 0
-    messages: tuple[Message, ...] = ()
+    messages: tuple[Message, ...] = ()  # in publish order, which is id order (lookups bisect)
     entries: tuple[int, ...] = ()  # batch size per entry (0 = not batched)
     consumers: tuple[Consumer, ...] = ()
     cursor: Cursor = Cursor()
@@ -134,15 +124,18 @@ class State:
     # which may still have messages of the key in its receiver queue).
     key_owners: tuple[tuple[str | None, str, tuple[str, ...]], ...] = ()
 
-    def with_(self, **changes: object) -> State:
-        return _with_state(self, changes)
+    # with_(**changes): `dataclasses.replace(self, **changes)`, made fast by model.records (set below).
 
     # -- lookups --------------------------------------------------------------------------------
     def message(self, message_id: MessageId) -> Message | None:
-        for message in self.messages:
-            if message.id == message_id:
-                return message
-        return None
+        messages = self.messages
+        at = bisect_left(messages, message_id, key=_ID)
+        return messages[at] if at < len(messages) and messages[at].id == message_id else None
+
+    def entry_messages(self, entry: int) -> tuple[Message, ...]:
+        """The messages of one entry (one, or a batch's indexes)."""
+        messages = self.messages
+        return messages[bisect_left(messages, (entry, -1), key=_ID):bisect_left(messages, (entry + 1, -1), key=_ID)]
 
     def consumer(self, name: str) -> Consumer | None:
         for consumer in self.consumers:
@@ -167,7 +160,9 @@ class State:
         return None
 
 
-_with_message, _with_consumer, _with_state = _replacer(Message), _replacer(Consumer), _replacer(State)
+Message.with_, Consumer.with_, State.with_ = copier(Message), copier(Consumer), copier(State)
+_make_message = maker(Message)
+_ID = attrgetter("id")
 
 
 def initial(spec: Spec) -> State:
@@ -175,7 +170,11 @@ def initial(spec: Spec) -> State:
 
 
 def replace_message(state: State, message: Message) -> State:
-    return state.with_(messages=tuple(message if m.id == message.id else m for m in state.messages))
+    messages = state.messages
+    at = bisect_left(messages, message.id, key=_ID)
+    if at == len(messages) or messages[at].id != message.id:
+        return state
+    return state.with_(messages=messages[:at] + (message,) + messages[at + 1:])
 
 
 def replace_messages(state: State, changed: dict[MessageId, Message]) -> State:

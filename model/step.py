@@ -128,9 +128,9 @@ def _step_send(state: State, op: o.Send, completion: o.Completion) -> Result:
         return state  # a failed or unknown send is outside what the suite checks about acks
     entry, serial = len(state.entries), state.serial + 1
     if op.batched:
-        new = tuple(Message(id=o.MessageId(entry, i), key=k, serial=serial) for i, k in enumerate(op.keys))
+        new = tuple(Message.published(o.MessageId(entry, i), k, serial) for i, k in enumerate(op.keys))
     else:
-        new = (Message(id=o.MessageId(entry), key=op.keys[0], serial=serial),)
+        new = (Message.published(o.MessageId(entry), op.keys[0], serial),)
     return state.with_(entries=state.entries + (len(op.keys) if op.batched else 0,),
                        messages=state.messages + new, serial=serial)
 
@@ -477,7 +477,7 @@ def _step_acknowledge_cumulative(state: State, op: o.AcknowledgeCumulative, comp
 def apply_ack(state: State, kind: str, message_id: o.MessageId) -> State:
     """What one ack does to the broker's cursor once it arrives (the ack is then confirmed)."""
     batch_size = state.entries[message_id.entry]
-    siblings = [m for m in state.messages if m.id.entry == message_id.entry]
+    siblings = state.entry_messages(message_id.entry)
     cursor = state.cursor
     if kind == "cumulative":
         last_of_entry = message_id.index < 0 or message_id.index == batch_size - 1
@@ -491,7 +491,7 @@ def apply_ack(state: State, kind: str, message_id: o.MessageId) -> State:
                 for index in range(message_id.index + 1):
                     cursor = cur.delete_batch_index(cursor, message_id.entry, index, batch_size)
         confirmed = {m.id: m.with_(ack_confirmed=True) for m in state.messages
-                     if m.status is Status.ACKED and cursor.is_acknowledged(m.id.entry)}
+                     if m.status is Status.ACKED and not m.ack_confirmed and cursor.is_acknowledged(m.id.entry)}
     elif message_id.index >= 0 and state.spec.batch_index_ack:
         cursor = cur.delete_batch_index(cursor, message_id.entry, message_id.index, batch_size)
         confirmed = {message_id: state.message(message_id).with_(ack_confirmed=True)}
@@ -500,7 +500,7 @@ def apply_ack(state: State, kind: str, message_id: o.MessageId) -> State:
         return state
     else:
         cursor = cur.delete(cursor, [message_id.entry])
-        confirmed = {m.id: m.with_(ack_confirmed=True) for m in siblings if m.status is Status.ACKED}
+        confirmed = {m.id: m.with_(ack_confirmed=True) for m in siblings if m.status is Status.ACKED and not m.ack_confirmed}
     return replace_messages(state.with_(cursor=cursor), confirmed)
 
 
@@ -523,7 +523,7 @@ def _step_negative_acknowledge(state: State, op: o.NegativeAcknowledge, completi
         # "We cannot redeliver single messages if subscription type is not Shared": a full rewind.
         return _redeliver(state, op.consumer, completion.at, window=state.spec.nack_window_ms)
     lo, hi = state.spec.nack_window_ms
-    entry_mates = [m for m in state.messages if m.id.entry == message.id.entry]
+    entry_mates = state.entry_messages(message.id.entry)
     # A nack redelivers the whole batch entry (NegativeAcksTracker.add); with batch-index acks the
     # broker leaves out only the indexes it has as acked (found on the broker: nack m1.2, m1.0
     # came back counted).
@@ -788,11 +788,12 @@ def _step_read_cursor(state: State, completion: o.Completion) -> Result:
         candidate = flush_acks(candidate, consumer.name)
     most = candidate.cursor.acknowledged(len(state.entries))
     least = frozenset(m.id.entry for m in state.messages if m.ack_confirmed and state.cursor.is_acknowledged(m.id.entry))
-    if not least <= observed_acked <= most | _maybe_acked_entries(state):
+    doubtful = _maybe_acked_entries(state)
+    if not least <= observed_acked <= most | doubtful:
         return Violation(guarantee=Guarantee.CURSOR,
                          detail=f"broker cursor {cur.describe(observed)} acknowledges {sorted(observed_acked)}; "
                                 f"allowed: at least {sorted(least)}, at most {sorted(most)}")
-    if observed_acked not in (least, most) and not _maybe_acked_entries(state):
+    if observed_acked not in (least, most) and not doubtful:
         problem = _prefix_problem(state, observed)
         if problem is not None:
             return problem

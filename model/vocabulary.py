@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 from bisect import bisect
 from collections.abc import Callable
+from functools import cache
 from itertools import accumulate
 
 from model import ops as o
@@ -25,9 +26,13 @@ MAX_ENTRIES = 24
 def _send(state: State) -> tuple[o.Op, ...]:
     if len(state.entries) >= MAX_ENTRIES:
         return ()
-    keyed = state.spec.subscription_type is SubscriptionType.KEY_SHARED
+    return _sends(state.spec.subscription_type is SubscriptionType.KEY_SHARED, state.spec.receiver_queue_size == 0)
+
+
+@cache
+def _sends(keyed: bool, zero_queue: bool) -> tuple[o.Op, ...]:
     singles = tuple(o.Send(keys=(k,)) for k in KEYS) if keyed else (o.Send(),)
-    if state.spec.receiver_queue_size == 0:
+    if zero_queue:
         return singles  # a zero-queue consumer cannot take batches
     batches = tuple(o.Send(keys=(k, k, k), batched=True) for k in KEYS[:2]) if keyed else (
         o.Send(keys=(None, None, None), batched=True),)
@@ -37,21 +42,28 @@ def _send(state: State) -> tuple[o.Op, ...]:
 def _subscribe(state: State) -> tuple[o.Op, ...]:
     connected = {c.name for c in state.connected()}
     free = [name for name in CONSUMER_NAMES if name not in connected]
-    return (o.Subscribe(consumer=free[0]),) if free else ()
+    return (_subscribe_op(free[0]),) if free else ()
 
 
+@cache
+def _subscribe_op(consumer: str) -> o.Op:
+    return o.Subscribe(consumer=consumer)
+
+
+# Ops are values: the candidates' constructors are cached (interned), since the random generator
+# asks for every candidate of a kind at each step and keeps one.
 def _per_consumer(make: Callable[[str], o.Op]) -> Callable[[State], tuple[o.Op, ...]]:
+    make = cache(make)
     return lambda state: tuple(make(c.name) for c in state.connected())
 
 
 def _held(make: Callable[[str, o.MessageId], o.Op]) -> Callable[[State], tuple[o.Op, ...]]:
+    make = cache(make)
     return lambda state: tuple(make(m.holder, m.id) for m in state.messages
                                if m.status is Status.HELD and state.consumer(m.holder) is not None)
 
 
-def _cumulative(state: State) -> tuple[o.Op, ...]:
-    return tuple(o.AcknowledgeCumulative(consumer=m.holder, message=m.id) for m in state.messages
-                 if m.status is Status.HELD and state.consumer(m.holder) is not None)
+_cumulative = _held(lambda c, m: o.AcknowledgeCumulative(consumer=c, message=m))
 
 
 def _seek(state: State) -> tuple[o.Op, ...]:
@@ -61,8 +73,13 @@ def _seek(state: State) -> tuple[o.Op, ...]:
     consumer = connected[0].name
     # Batch indexes too, with batch-index acks on or off: a seek forgets the acked indexes of the
     # target's entry either way (suites/model/test_fidelity_broker.py).
-    return tuple(o.Seek(consumer=consumer, message=m.id) for m in state.messages
+    return tuple(_seek_op(consumer, m.id) for m in state.messages
                  if m.holder == consumer and m.status is Status.HELD)
+
+
+@cache
+def _seek_op(consumer: str, message: o.MessageId) -> o.Op:
+    return o.Seek(consumer=consumer, message=message)
 
 
 def _tick(state: State) -> tuple[o.Op, ...]:
@@ -74,16 +91,22 @@ def _tick(state: State) -> tuple[o.Op, ...]:
     ticks = []
     if (state.rewind_window is not None or state.paused_until > state.now
             or any(m.back_by is not None for m in state.messages)):
-        ticks.append(o.Tick(ms=spec.nack_window_ms[1] + 50))
+        ticks.append(_tick_op(spec.nack_window_ms[1] + 50))
     if any(c.pending_acks for c in state.consumers):
-        ticks.append(o.Tick(ms=spec.ack_grouping_ms + 50))
+        ticks.append(_tick_op(spec.ack_grouping_ms + 50))
     if spec.ack_timeout_window_ms is not None and any(m.status is Status.HELD for m in state.messages):
-        ticks.append(o.Tick(ms=spec.ack_timeout_window_ms[1] + 50))
+        ticks.append(_tick_op(spec.ack_timeout_window_ms[1] + 50))
     return tuple(ticks)
 
 
+@cache
+def _tick_op(ms: int) -> o.Op:
+    return o.Tick(ms=ms)
+
+
 def _lifecycle(make: Callable[[], o.Op]) -> Callable[[State], tuple[o.Op, ...]]:
-    return lambda state: (make(),)
+    only = (make(),)
+    return lambda state: only
 
 
 CANDIDATES: dict[str, Callable[[State], tuple[o.Op, ...]]] = {

@@ -33,7 +33,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from model import ops as o
-from model.history import FIELDS, Event, event_fields, event_of, from_json_line, op_of, spec_of, to_json_line
+from model.history import FIELDS, Event, event_of, event_values, from_json_line, op_of, spec_of, to_json_line
 from model.simulate import run_random_program
 from traces.schema import EVENT_FILE_ARROW, PARTITION, TASK_STATUS_ARROW
 from traces.targets import TargetSpec
@@ -100,17 +100,21 @@ def task_file(out: str | Path, key: str, task: int) -> Path:
     return Path(out) / f"{PARTITION}={key}" / f"task-{task:05d}.parquet"
 
 
-def _write_events(rows: list[dict], text: str, file: Path) -> None:
-    """One task's events (in program and step order) as one Parquet file of the spec's partition.
-    The spec's JSON is dictionary-encoded in memory (one copy, not one per event; Parquet stores
-    it as one dictionary entry either way) and written without the Arrow schema, so the file reads
-    back as the plain string column a corpus holds."""
+_FILE_COLUMNS = tuple(FIELDS.index(name) for name in EVENT_FILE_ARROW.names)
+
+
+def _write_events(rows: list[tuple], text: str, file: Path) -> None:
+    """One task's events (tuples in FIELDS order, in program and step order) as one Parquet file
+    of the spec's partition. The spec's JSON is dictionary-encoded in memory (one copy, not one
+    per event; Parquet stores it as one dictionary entry either way) and written without the Arrow
+    schema, so the file reads back as the plain string column a corpus holds."""
+    columns = list(zip(*rows))
     arrays = []
-    for name, field in zip(EVENT_FILE_ARROW.names, EVENT_FILE_ARROW):
+    for name, field, position in zip(EVENT_FILE_ARROW.names, EVENT_FILE_ARROW, _FILE_COLUMNS):
         if name == "spec":
             arrays.append(pa.DictionaryArray.from_arrays(pa.array([0] * len(rows), pa.int8()), pa.array([text])))
         else:
-            arrays.append(pa.array([row.get(name) for row in rows], type=field.type))
+            arrays.append(pa.array(columns[position], type=field.type))
     _write_atomically(pa.Table.from_arrays(arrays, names=EVENT_FILE_ARROW.names), file, store_schema=False)
 
 
@@ -127,7 +131,7 @@ def generate_files(plan: GenerationPlan, out: str, tasks: Iterator[pa.RecordBatc
             spec_index, start, stop = plan.task(number)
             key, text = plan.specs[spec_index]
             spec = spec_of(text)
-            rows: list[dict] = []
+            rows: list[tuple] = []
             programs = 0
             for i in range(start, stop):
                 try:
@@ -136,7 +140,7 @@ def generate_files(plan: GenerationPlan, out: str, tasks: Iterator[pa.RecordBatc
                     continue  # the model rejected its own answer: listed by the job, not written
                 pid = program_id(i, width)
                 programs += 1
-                rows.extend(event_fields(pid, spec, step, op, completion, spec_text=text, spec_key=key)
+                rows.extend(event_values(pid, spec, step, op, completion, spec_text=text, spec_key=key)
                             for step, (op, completion) in enumerate(trace))
             if rows:
                 _write_events(rows, text, task_file(out, key, number))

@@ -1,18 +1,23 @@
-"""The state's `with_` (model/state.py): a faster `dataclasses.replace`, and nothing else.
+"""The model's fast record copies and constructors (model/records.py), and nothing else.
 
-Copying a state is the model's hottest call; `with_` sets each slot directly instead of going
-through the generated `__init__`. These tests hold it to `dataclasses.replace` on every field of
-every record, on unknown fields, and on whole random programs.
+Copying a state is the model's hottest call; `with_` and the makers build a record without the
+frozen `__init__`'s per-field `object.__setattr__`. These tests hold `with_` to
+`dataclasses.replace` on every field of every record, on unknown fields and on whole random
+programs, and each maker to its class's constructor.
 """
 
 import dataclasses
 
 import pytest
 
+from model import ops as o
+from model.cursor import Cursor, _cursor
+
 from model.ops import MessageId
-from model.simulate import run_random_program
+from model.records import copier, maker
+from model.simulate import _make_delivery, run_random_program
 from model.spec import Spec, SubscriptionType
-from model.state import Consumer, Message, State, Status, initial
+from model.state import Consumer, Message, State, Status, _make_message, initial
 
 SAMPLES = {
     Message: Message(id=MessageId(3, 1), key="k", status=Status.HELD, holder="c1", count_hi=2),
@@ -62,3 +67,40 @@ def test_programs_run_the_same_with_replace(kind, monkeypatch):
     for record in SAMPLES:
         monkeypatch.setattr(record, "with_", lambda self, **changes: dataclasses.replace(self, **changes))
     assert [run_random_program(spec, seed, 40) for seed in range(15)] == fast
+
+
+MADE = {
+    Message: (_make_message, {"id": MessageId(2, 0), "key": "k1", "serial": 3}),
+    o.Completion: (o._completion, {"outcome": o.Outcome.FAIL, "at": 7, "error": "ConsumerBusy"}),
+    o.Delivery: (_make_delivery, {"message": MessageId(4), "redelivery_count": 2}),
+    Cursor: (_cursor, {"mark_delete": 3, "individually_deleted": ((4, 6),), "read_position": 7}),
+}
+
+
+@pytest.mark.parametrize("record", list(MADE), ids=lambda c: c.__name__)
+def test_a_maker_builds_what_the_constructor_builds(record):
+    make, arguments = MADE[record]
+    made = make(**arguments)
+    assert type(made) is record
+    assert made == record(**arguments) and hash(made) == hash(record(**arguments))
+    required = {f.name: arguments[f.name] for f in dataclasses.fields(record) if f.default is dataclasses.MISSING}
+    assert make(**required) == record(**required)  # the defaults are the class's
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.__setattr__(dataclasses.fields(record)[0].name, None)
+    with pytest.raises(TypeError):
+        make(no_such_field=1)
+
+
+def test_records_the_fast_paths_cannot_copy_are_refused():
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class WithFactory:
+        items: list = dataclasses.field(default_factory=list)
+
+    @dataclasses.dataclass(frozen=True)
+    class WithoutSlots:
+        x: int = 0
+
+    for record in (WithFactory, WithoutSlots):
+        for fast in (copier, maker):
+            with pytest.raises(AssertionError):
+                fast(record)

@@ -16,7 +16,7 @@ from model import cursor as cur
 from model import ops as o
 from model.spec import SubscriptionType
 from model.records import maker
-from model.state import Message, State, Status
+from model.state import AVAILABLE, HELD, Message, State
 from model.step import flush_acks
 
 
@@ -87,8 +87,8 @@ def pick_delivery(state: State, consumer: str) -> o.Delivery | None:
     # Messages are in id order: the first redelivery found is the earliest, and so is the first
     # message never delivered.
     for m in state.messages:
-        if not (m.status is Status.AVAILABLE
-                or (m.status is Status.HELD and m.back_from is not None and m.back_from <= now)):
+        if not (m.status is AVAILABLE
+                or (m.status is HELD and m.back_from is not None and m.back_from <= now)):
             continue
         if keyed:
             if m.key not in targets:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
 from enum import StrEnum
+from functools import cached_property
 
 
 class SubscriptionType(StrEnum):
@@ -22,16 +23,18 @@ class SubscriptionType(StrEnum):
     def __repr__(self) -> str:
         return f"SubscriptionType.{self.name}"
 
-    @property
+    # Cached per member: the step functions ask these at every step (and an enum member looked up
+    # on its class is slow in Python 3.11).
+    @cached_property
     def allows_cumulative_ack(self) -> bool:
         """Cumulative acks are refused by the client on Shared and Key_Shared (concepts-messaging)."""
         return self in (SubscriptionType.EXCLUSIVE, SubscriptionType.FAILOVER)
 
-    @property
+    @cached_property
     def single_active_consumer(self) -> bool:
         return self in (SubscriptionType.EXCLUSIVE, SubscriptionType.FAILOVER)
 
-    @property
+    @cached_property
     def tracks_redelivery_count(self) -> bool:
         """The broker's redelivery tracker exists only for Shared and Key_Shared (apache/pulsar#6721)."""
         return not self.single_active_consumer

@@ -36,6 +36,12 @@ class Status(StrEnum):
     ACKED = "acked"  # acknowledged by the application (pending or confirmed on the broker)
 
 
+# The statuses as plain names for the step functions, which test a status in every scan of the
+# messages: in Python 3.11 an enum member looked up on its class costs about 70 ns (the enum
+# type's `__getattr__` hook bypasses the interpreter's attribute cache), a module name 5 ns.
+AVAILABLE, HELD, ACKED = Status.AVAILABLE, Status.HELD, Status.ACKED
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Message:
     id: MessageId
@@ -144,7 +150,7 @@ class State:
         return None
 
     def connected(self) -> tuple[Consumer, ...]:
-        return tuple(c for c in self.consumers if c.connected)
+        return tuple([c for c in self.consumers if c.connected])
 
     def active_consumer(self) -> str | None:
         """Exclusive: the consumer holding the subscription. Failover: the one the model target

@@ -15,7 +15,7 @@ from model import cursor as cur
 from model import ops as o
 from model.guarantees import Guarantee
 from model.spec import InitialPosition, SubscriptionType
-from model.state import Consumer, Message, State, Status, replace_consumer, replace_message, replace_messages
+from model.state import ACKED, AVAILABLE, HELD, Consumer, Message, State, replace_consumer, replace_message, replace_messages
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -76,15 +76,15 @@ def _advance_clock(state: State, at: int) -> State:
     if state.spec.ack_timeout_ms is not None:
         state = _ack_timeouts_open(state, now)
     # A due message whose client may dead-letter it when the timer fires is gone, or may come.
-    due = {m.id: m.with_(status=Status.ACKED if m.dead_letter_unsure else Status.AVAILABLE, holder=None,
+    due = {m.id: m.with_(status=ACKED if m.dead_letter_unsure else AVAILABLE, holder=None,
                          back_from=None, back_by=None)
-           for m in state.messages if m.status is Status.HELD and m.back_by is not None and m.back_by <= now}
+           for m in state.messages if m.status is HELD and m.back_by is not None and m.back_by <= now}
     state = replace_messages(state.with_(now=now), due)
     if state.rewind_window is not None and now > state.rewind_window[1]:
         # The rewinds have landed: a message that was in the receiver queue may be there once
         # more per rewind.
         queued = {m.id: m.with_(spare=m.spare + state.rewinds, fresh=False) for m in state.messages
-                  if m.status is Status.AVAILABLE}
+                  if m.status is AVAILABLE}
         state = replace_messages(state.with_(rewind_window=None, rewinds=0), queued)
     return state
 
@@ -96,7 +96,7 @@ def _ack_timeouts_open(state: State, now: int) -> State:
     come twice, an ack not yet flushed may be lost), on Shared/Key_Shared the message's whole batch
     entry (its other indexes, acked or queued, may come again, counted)."""
     opening = [m for m in state.messages
-               if m.status is Status.HELD and m.back_from is not None and state.now < m.back_from <= now]
+               if m.status is HELD and m.back_from is not None and state.now < m.back_from <= now]
     if not opening:
         return state
     if state.spec.subscription_type.single_active_consumer:
@@ -106,7 +106,7 @@ def _ack_timeouts_open(state: State, now: int) -> State:
                 return state  # a rewind already on its way covers it
             window = (min(window[0], state.rewind_window[0]), max(window[1], state.rewind_window[1]))
         unflushed = {m.id: m.with_(spare=m.spare + 1) for m in state.messages
-                     if m.status is Status.ACKED and not m.ack_confirmed}
+                     if m.status is ACKED and not m.ack_confirmed}
         return replace_messages(state, unflushed).with_(rewind_window=window, rewinds=state.rewinds + 1)
     bump = 1 if state.spec.subscription_type.tracks_redelivery_count else 0
     entries = {m.id.entry for m in opening if m.id.index >= 0}
@@ -116,7 +116,7 @@ def _ack_timeouts_open(state: State, now: int) -> State:
         if m.id.entry not in entries or m.id in opened:
             return False
         # An acked index stays out only if the broker has it as acked (batch-index acks).
-        return m.status is not Status.ACKED or not (m.ack_confirmed and state.spec.batch_index_ack)
+        return m.status is not ACKED or not (m.ack_confirmed and state.spec.batch_index_ack)
 
     return replace_messages(state, {m.id: m.with_(spare=m.spare + 1, count_hi=m.count_hi + bump)
                                     for m in state.messages if comes_with_the_entry(m)})
@@ -160,7 +160,7 @@ def _created_at_latest(state: State) -> State:
     """The first subscribe creates the subscription; at the Latest position its cursor starts after
     the last entry published so far: those messages are never delivered to it (observed on 4.0.7:
     markDeletePosition is that last entry)."""
-    before = {m.id: m.with_(status=Status.ACKED, ack_confirmed=True) for m in state.messages}
+    before = {m.id: m.with_(status=ACKED, ack_confirmed=True) for m in state.messages}
     return replace_messages(state, before).with_(cursor=cur.reset(state.cursor, len(state.entries)))
 
 
@@ -170,9 +170,9 @@ def _take_over(state: State, newcomer: str) -> State:
     old = {c.name for c in state.connected()}
     changed = {}
     for m in state.messages:
-        if m.status is Status.HELD and m.holder in old:
+        if m.status is HELD and m.holder in old:
             changed[m.id] = _handed_back(state, m)
-        elif m.status is Status.ACKED and not m.ack_confirmed:
+        elif m.status is ACKED and not m.ack_confirmed:
             changed[m.id] = m.with_(spare=m.spare + 1)
     state = replace_messages(state, changed)
     consumers = tuple(c.with_(connected=False, pending_acks=()) if c.connected else c for c in state.consumers)
@@ -193,8 +193,8 @@ def _failover_may_switch(state: State) -> State:
     # unacknowledged undelivered (seen for more than two seconds after the pause) while messages
     # sent later flow: it is not owed until something rewinds the subscription again.
     again = state.paused_until > state.now
-    changed = {m.id: m.with_(spare=m.spare + 1, fresh=False, stalled=m.stalled or (again and m.status is not Status.ACKED))
-               for m in state.messages if m.status is not Status.ACKED or not m.ack_confirmed}
+    changed = {m.id: m.with_(spare=m.spare + 1, fresh=False, stalled=m.stalled or (again and m.status is not ACKED))
+               for m in state.messages if m.status is not ACKED or not m.ack_confirmed}
     return replace_messages(state, changed).with_(cursor=cur.rewind(state.cursor),
                                                   paused_until=state.now + state.spec.failover_delay_ms)
 
@@ -230,32 +230,32 @@ def _step_receive(state: State, op: o.Receive, completion: o.Completion) -> Resu
     if problem is not None:
         return problem
     first = not message.delivered and message.fresh
-    if message.dead_letter_unsure and message.status is Status.ACKED:
+    if message.dead_letter_unsure and message.status is ACKED:
         # A copy of a message its client may have dead-lettered: the application holds it either
         # way (the client dead-letters what its receiver queue held when a redelivery was asked,
         # and still hands the queued copy out), and whether it comes again after a close stays
         # open. Found on the broker, both ways: c0 got m0 with count 1 (max 1) after two redeliver
         # calls in one millisecond, and after c0's close c1 got it; c1 got m0 with count 1 queued
         # before its redeliver call, and after c1's close m0 never came again.
-        message = message.with_(status=Status.HELD, holder=op.consumer)
-    if message.status is Status.ACKED:
+        message = message.with_(status=HELD, holder=op.consumer)
+    if message.status is ACKED:
         delivered = message.with_(delivered=True, spare=max(message.spare - 1, 0))
     else:
         window_open = message.back_from is not None and state.now >= message.back_from
         # A delivery uses up the open redelivery window first, else one spare delivery; a spare one
         # leaves a requested redelivery on its way (found on the broker: Exclusive, zero queue, a
         # rewind delivered m0 while a later nack's rewind was pending, which delivered it again).
-        used_spare = not window_open and message.status is not Status.AVAILABLE
+        used_spare = not window_open and message.status is not AVAILABLE
         spare = max(message.spare - 1, 0) if used_spare else message.spare
         pending = (message.back_from, message.back_by) if used_spare else (None, None)
-        delivered = message.with_(status=Status.HELD, holder=op.consumer, delivered=True, spare=spare,
+        delivered = message.with_(status=HELD, holder=op.consumer, delivered=True, spare=spare,
                                   back_from=pending[0], back_by=pending[1], skipped_by=None, stalled=False)
     # A spare copy still to come was dispatched again by a later request: it may carry a higher
     # count; or it is an older copy still queued (found on the broker: c1 got m0.0 with count 2,
     # then c0's receiver queue gave it with count 1): it may carry a lower one.
     extra = delivered.spare if state.spec.subscription_type.tracks_redelivery_count else 0
     lowest = min(message.count_lo, delivery.redelivery_count) if extra else delivery.redelivery_count
-    if message.status is Status.HELD and message.holder != op.consumer:
+    if message.status is HELD and message.holder != op.consumer:
         # The copy the other consumer's application holds may still come back with its own count
         # (found on the broker: c0 held m0.0 with count 1, c1 got it with count 2, then after c0's
         # close c2 got it with count 1).
@@ -264,15 +264,15 @@ def _step_receive(state: State, op: o.Receive, completion: o.Completion) -> Resu
     # the broker: c2's redeliver sent m1.0 with count 3 while c1's queue gave an older copy with
     # count 1): the upper bound stays where it was.
     highest = max(message.count_hi, delivery.redelivery_count + extra) if extra else delivery.redelivery_count
-    if message.status is Status.HELD and message.holder != op.consumer:
+    if message.status is HELD and message.holder != op.consumer:
         highest = max(highest, message.count_hi)  # the other application's copy may come back with its count
     delivered = delivered.with_(count_lo=lowest, count_hi=highest,
                                 held_count=delivery.redelivery_count)
-    if state.rewind_window is not None and delivered.status is Status.HELD and message.status is Status.AVAILABLE:
+    if state.rewind_window is not None and delivered.status is HELD and message.status is AVAILABLE:
         # First received while rewinds are on their way: each may deliver it once more.
         delivered = delivered.with_(spare=delivered.spare + state.rewinds)
     window = state.spec.ack_timeout_window_ms
-    if window is not None and delivered.status is Status.HELD:
+    if window is not None and delivered.status is HELD:
         # Ack timeout: tracking starts when the application receives the message (PR #3079); the
         # redelivery is requested between the timeout and one tracker tick after it.
         back_from = state.now + window[0]
@@ -281,7 +281,7 @@ def _step_receive(state: State, op: o.Receive, completion: o.Completion) -> Resu
             # unacknowledged (found on the broker: m1, received 8 s after m0, came back with m0
             # 10 s after m0), so it may come back once an earlier held message's window opens.
             earlier = [m.back_from for m in state.messages
-                       if m.holder == op.consumer and m.status is Status.HELD and m.back_from is not None]
+                       if m.holder == op.consumer and m.status is HELD and m.back_from is not None]
             back_from = max(state.now, min(earlier, default=back_from))
         pending = (delivered.back_from, delivered.back_by)
         delivered = _requested(state, delivered, back_from, state.now + window[1])
@@ -302,9 +302,9 @@ def _order_key(message_id: o.MessageId) -> int:
 
 
 def _delivery_status_problem(state: State, message: Message, consumer: str) -> Violation | None:
-    if message.status is Status.AVAILABLE:
+    if message.status is AVAILABLE:
         return None
-    if message.status is Status.HELD:
+    if message.status is HELD:
         if message.spare or (message.back_from is not None and state.now >= message.back_from):
             return None
         return Violation(guarantee=Guarantee.NO_DUPLICATE_WITHOUT_CAUSE,
@@ -352,7 +352,7 @@ def _key_shared_problem(state: State, message: Message, consumer: str) -> Violat
         # A held message with a spare copy to come may be a stale queued copy the broker no longer
         # counts as pending on the owner (found on the broker: c1's redeliver sent m0 on while its
         # queue gave c1 the old copies; m0 then went to c0, which had rejoined under its name).
-        held = [m.id for m in state.messages if m.key == key and m.status is Status.HELD and m.holder == owner
+        held = [m.id for m in state.messages if m.key == key and m.status is HELD and m.holder == owner
                 and m.back_from is None and m.spare == 0]
         if held and message.fresh and state.consumer(owner) is not None and owner not in movers:
             # PIP-379: a key moves to a joined consumer only once its old owner acked what it holds.
@@ -428,14 +428,14 @@ def _step_acknowledge(state: State, op: o.Acknowledge, completion: o.Completion)
         return Violation(guarantee=Guarantee.ACK, detail=f"ack of {op.message} on {op.consumer} failed: {completion.error}")
     # Acked while its redelivery is already requested: the request may reach the broker first, or
     # bring the whole batch entry back (found on the broker: nack m1.2, ack m1.0, m1.0 came again).
-    requested = message.status is Status.HELD and message.back_from is not None
+    requested = message.status is HELD and message.back_from is not None
     spare = message.spare + (1 if requested else 0)
     # The count that request added may never happen: a close before the nack delay drops it with
     # the client's tracker (found on the broker: nack m0.0, ack it, close; m0.0 came back, its
     # entry not deleted, with count 0).
     lo = max(message.count_lo - 1, 0) if requested and state.spec.subscription_type.tracks_redelivery_count \
         else message.count_lo
-    acked = message.with_(status=Status.ACKED, holder=None, back_from=None, back_by=None, spare=spare, count_lo=lo,
+    acked = message.with_(status=ACKED, holder=None, back_from=None, back_by=None, spare=spare, count_lo=lo,
                           dead_letter_unsure=False)
     if spare and state.spec.subscription_type.tracks_redelivery_count:
         # A copy still to come may carry count 0: the broker's redelivery tracker forgets the
@@ -466,10 +466,10 @@ def _step_acknowledge_cumulative(state: State, op: o.AcknowledgeCumulative, comp
         return state
     if completion.outcome is o.Outcome.FAIL:
         return Violation(guarantee=Guarantee.ACK, detail=f"cumulative ack of {op.message} failed: {completion.error}")
-    covered = {m.id: m.with_(status=Status.ACKED, holder=None, back_from=None, back_by=None,
+    covered = {m.id: m.with_(status=ACKED, holder=None, back_from=None, back_by=None,
                              # prefetched but never received: may still come out of the receiver queue
                              spare=m.spare + (0 if m.delivered else 1))
-               for m in state.messages if m.id <= op.message and m.status is not Status.ACKED}
+               for m in state.messages if m.id <= op.message and m.status is not ACKED}
     state = replace_messages(state, covered)
     return replace_consumer(state, consumer.with_(pending_acks=consumer.pending_acks + (("cumulative", op.message),)))
 
@@ -491,16 +491,16 @@ def apply_ack(state: State, kind: str, message_id: o.MessageId) -> State:
                 for index in range(message_id.index + 1):
                     cursor = cur.delete_batch_index(cursor, message_id.entry, index, batch_size)
         confirmed = {m.id: m.with_(ack_confirmed=True) for m in state.messages
-                     if m.status is Status.ACKED and not m.ack_confirmed and cursor.is_acknowledged(m.id.entry)}
+                     if m.status is ACKED and not m.ack_confirmed and cursor.is_acknowledged(m.id.entry)}
     elif message_id.index >= 0 and state.spec.batch_index_ack:
         cursor = cur.delete_batch_index(cursor, message_id.entry, message_id.index, batch_size)
         confirmed = {message_id: state.message(message_id).with_(ack_confirmed=True)}
-    elif message_id.index >= 0 and not all(m.status is Status.ACKED for m in siblings):
+    elif message_id.index >= 0 and not all(m.status is ACKED for m in siblings):
         # Without batch-index acks the client holds a partial batch ack until every index is acked.
         return state
     else:
         cursor = cur.delete(cursor, [message_id.entry])
-        confirmed = {m.id: m.with_(ack_confirmed=True) for m in siblings if m.status is Status.ACKED and not m.ack_confirmed}
+        confirmed = {m.id: m.with_(ack_confirmed=True) for m in siblings if m.status is ACKED and not m.ack_confirmed}
     return replace_messages(state.with_(cursor=cursor), confirmed)
 
 
@@ -530,20 +530,20 @@ def _step_negative_acknowledge(state: State, op: o.NegativeAcknowledge, completi
     targets = entry_mates if message.id.index >= 0 else [message]
     changed = {}
     for target in targets:
-        if target.status is Status.HELD and target.holder == op.consumer and target.back_from is not None:
+        if target.status is HELD and target.holder == op.consumer and target.back_from is not None:
             # Nacked again before it came back: the client's tracker keeps one entry per message and
             # moves its due time (C++ NegativeAcksTracker); observed on 4.0.7: one redelivery, count +1.
             # Should the first due time have fired already, a second copy may follow.
             changed[target.id] = target.with_(back_by=max(target.back_by or 0, completion.at + hi),
                                               count_hi=target.count_hi + 1, spare=target.spare + 1)
-        elif target.status is Status.HELD and target.holder == op.consumer:
+        elif target.status is HELD and target.holder == op.consumer:
             changed[target.id] = _requested(state, target, completion.at + lo, completion.at + hi)
-        elif target.status is Status.ACKED and not target.ack_confirmed or target.id.entry == message.id.entry:
+        elif target.status is ACKED and not target.ack_confirmed or target.id.entry == message.id.entry:
             # The broker counts redeliveries per entry: the whole batch comes back counted. An index
             # still in the receiver queue stays there too (found on the broker: c0's queue gave
             # m0.1 uncounted, then the redelivered entry gave it to c1 with count 1).
             bump = 1 if state.spec.subscription_type.tracks_redelivery_count else 0
-            changed[target.id] = target.with_(spare=target.spare + (0 if target.status is Status.HELD else 1),
+            changed[target.id] = target.with_(spare=target.spare + (0 if target.status is HELD else 1),
                                               count_hi=target.count_hi + bump)
     return replace_messages(state, changed)
 
@@ -566,13 +566,13 @@ def _requested(state: State, message: Message, back_from: int, back_by: int) -> 
         # Dead-lettered by this client: copies queued elsewhere are still handed out (found on the
         # broker: c1's redeliver brought m2 to c0 with count 1, max 1; c0's redeliver dead-lettered
         # it, then c1 got the copy its queue kept from before, with count 0).
-        return message.with_(status=Status.ACKED, holder=None, back_from=None, back_by=None)
+        return message.with_(status=ACKED, holder=None, back_from=None, back_by=None)
     if dead_letter is None or message.dead_letter_unsure:
         # Another copy the client got may carry the count that sends it to the DLQ (or already
         # did): it may come once more or never.
         # A copy that does come was requested earlier, or now: its count is anywhere up to the limit.
         limit = state.spec.max_redeliver_count
-        return message.with_(status=Status.ACKED, holder=None, back_from=None, back_by=None, spare=message.spare + 1,
+        return message.with_(status=ACKED, holder=None, back_from=None, back_by=None, spare=message.spare + 1,
                              count_hi=max(message.count_hi, min(message.count_hi + bump, limit)),
                              dead_letter_unsure=True)
     # A spare copy still on its way (e.g. an older one in another consumer's receiver queue) keeps
@@ -582,15 +582,16 @@ def _requested(state: State, message: Message, back_from: int, back_by: int) -> 
     return message.with_(back_from=back_from, back_by=back_by, count_lo=lowest, count_hi=message.count_hi + bump)
 
 
-def _goes_to_dead_letter(state: State, message: Message) -> bool | None:
+def _goes_to_dead_letter(state: State, message: Message, *, held_count: int | None = None) -> bool | None:
     """C++ ConsumerImpl: a message the client received with count >= max is produced to the DLQ
     and acknowledged instead of being redelivered (Shared and Key_Shared only). True when the copy
     the application holds decides it, None when only a copy still queued may (found on the
-    broker: held with count 1, max 2, redelivered with count 2, not dead-lettered)."""
+    broker: held with count 1, max 2, redelivered with count 2, not dead-lettered). `held_count`:
+    the count of the copy the application holds, if not the message's (0: none held)."""
     limit = state.spec.max_redeliver_count
     if limit is None or not state.spec.subscription_type.tracks_redelivery_count:
         return False
-    if message.held_count >= limit:
+    if (message.held_count if held_count is None else held_count) >= limit:
         return True
     return None if message.count_hi >= limit else False
 
@@ -603,15 +604,15 @@ def _redeliver(state: State, consumer: str, at: int, *, window: tuple[int, int])
     limit = state.spec.max_redeliver_count if state.spec.subscription_type.tracks_redelivery_count else None
     changed = {}
     for message in state.messages:
-        if message.status is Status.HELD and message.holder == consumer:
+        if message.status is HELD and message.holder == consumer:
             requested = _requested(state, message, at + lo, at + hi)
-            if message.back_from is not None and requested.status is Status.HELD:
+            if message.back_from is not None and requested.status is HELD:
                 # A second request before the first landed: both may deliver it (a rewind each),
                 # the first copy with the first request's count (found on the broker: two
                 # redeliver calls in the same millisecond, m2 came with count 1).
                 requested = requested.with_(spare=requested.spare + 1, count_lo=message.count_lo)
             changed[message.id] = requested
-        elif message.status is Status.HELD and message.copied and state.spec.subscription_type.tracks_redelivery_count:
+        elif message.status is HELD and message.copied and state.spec.subscription_type.tracks_redelivery_count:
             # Another consumer holds it as the model has it, but this one's application may hold a
             # copy too, which the broker may count as pending here: it may come once more, counted
             # (found on the broker: c0 got m0.0 with count 3, c1 then with count 2; c0's redeliver
@@ -621,19 +622,19 @@ def _redeliver(state: State, consumer: str, at: int, *, window: tuple[int, int])
             changed[message.id] = message.with_(spare=message.spare + 1, count_hi=message.count_hi + 1,
                                                 dead_letter_unsure=message.dead_letter_unsure
                                                 or (limit is not None and message.floor >= limit))
-        elif message.status is Status.ACKED and not message.ack_confirmed and rewind:
+        elif message.status is ACKED and not message.ack_confirmed and rewind:
             changed[message.id] = message.with_(spare=message.spare + 1)
-        elif message.status is Status.AVAILABLE:
+        elif message.status is AVAILABLE:
             # It may sit in this consumer's receiver queue (the client does not clear it): it may be
             # dispatched again, a duplicate, and on Shared the broker counts it as redelivered.
             bump = 0 if rewind else 1
             # A queued copy whose count reached max_redeliver_count goes to the dead-letter topic
             # instead (found on the broker: m0 sat in the queue through redeliveries and never came).
             # If it does come, its count was below the limit: the bound stays where it is.
-            dead_letter = _goes_to_dead_letter(state, message.with_(held_count=0)) is not False
+            dead_letter = _goes_to_dead_letter(state, message, held_count=0) is not False
             count_hi = message.count_hi if dead_letter else message.count_hi + bump
             changed[message.id] = message.with_(count_hi=count_hi, spare=message.spare + 1, fresh=False,
-                                                status=Status.ACKED if dead_letter else Status.AVAILABLE,
+                                                status=ACKED if dead_letter else AVAILABLE,
                                                 dead_letter_unsure=dead_letter)
     state = _entries_come_back(replace_messages(state, changed), {message_id.entry for message_id in changed},
                                counted=True)
@@ -653,10 +654,10 @@ def _entries_come_back(state: State, entries: set[int], *, counted: bool = False
     unconfirmed ones may still come back."""
     bump = 1 if counted and state.spec.subscription_type.tracks_redelivery_count else 0
     pending = {m for c in state.connected() for _, m in c.pending_acks}
-    partly_acked = {m.id.entry for m in state.messages if m.id.index >= 0 and m.status is not Status.ACKED}
+    partly_acked = {m.id.entry for m in state.messages if m.id.index >= 0 and m.status is not ACKED}
     changed = {}
     for m in state.messages:
-        if not (m.id.entry in entries and m.id.index >= 0 and m.status is Status.ACKED
+        if not (m.id.entry in entries and m.id.index >= 0 and m.status is ACKED
                 and not state.cursor.is_acknowledged(m.id.entry)
                 and not (state.spec.batch_index_ack and m.ack_confirmed)):
             continue
@@ -665,7 +666,7 @@ def _entries_come_back(state: State, entries: set[int], *, counted: bool = False
             # The client kept that partial batch ack with the copy it acked; the entry comes back
             # as new copies that must all be acked again (found on the broker: ack m0.0, close,
             # subscribe, ack m0.1 and m0.2 of the new copy, close: the batch came a third time).
-            changed[m.id] = m.with_(status=Status.AVAILABLE, fresh=False, ack_confirmed=False,
+            changed[m.id] = m.with_(status=AVAILABLE, fresh=False, ack_confirmed=False,
                                     count_hi=m.count_hi + bump, dead_letter_unsure=False)
         else:
             changed[m.id] = m.with_(spare=m.spare + 1, count_hi=m.count_hi + bump)
@@ -680,7 +681,7 @@ def _step_close(state: State, op: o.Close) -> Result:
     tracked = state.spec.subscription_type.tracks_redelivery_count
     # Observed on 4.0.7: the closed consumer's held messages go to the others with their redelivery
     # count unchanged (the research notes expected +1, after apache/pulsar#5895).
-    changed = {m.id: _handed_back(state, m) for m in state.messages if m.status is Status.HELD and m.holder == op.consumer}
+    changed = {m.id: _handed_back(state, m) for m in state.messages if m.status is HELD and m.holder == op.consumer}
     # A partly acked batch must come back only if the closing consumer had it (found on the broker:
     # c1 held m0.1 and m0.2 and had m0.0 dead-lettered; c0's close brought nothing back).
     closers_entries = {message_id.entry for message_id in changed}
@@ -689,11 +690,11 @@ def _step_close(state: State, op: o.Close) -> Result:
         # application too: the close hands that copy back, with its count (found on the broker: c0
         # held m1.0 with count 1 and c2 an older copy with count 0; after c0's close c1 got it).
         changed.update({m.id: m.with_(spare=m.spare + 1) for m in state.messages
-                        if m.status is Status.HELD and m.copied and m.holder != op.consumer})
+                        if m.status is HELD and m.copied and m.holder != op.consumer})
     if remaining:
         # Messages in the closed consumer's receiver queue go to the others, out of publish order.
         changed.update({m.id: m.with_(fresh=False) for m in state.messages
-                        if m.status is Status.AVAILABLE and m.fresh})
+                        if m.status is AVAILABLE and m.fresh})
     # Any batch entry not yet deleted may have been pending on this consumer, its receiver queue
     # included (found on the broker: c0 got a batch, acked m0.0, closed; c2 got m0.0 again).
     state = _entries_come_back(replace_messages(state, changed), set(range(len(state.entries))), owed=closers_entries)
@@ -718,12 +719,12 @@ def _handed_back(state: State, message: Message) -> Message:
     message comes back uncounted), so the count that request added may not happen."""
     if message.dead_letter_unsure:
         # Another consumer's client may have dead-lettered it: it may come once more, or never.
-        return message.with_(status=Status.ACKED, holder=None, back_from=None, back_by=None, spare=message.spare + 1)
+        return message.with_(status=ACKED, holder=None, back_from=None, back_by=None, spare=message.spare + 1)
     lo, hi = message.count_lo, message.count_hi
     if message.back_from is not None and state.spec.subscription_type.tracks_redelivery_count:
         lo = max(lo - 1, 0)
         hi = hi - 1 if state.now < message.back_from else hi
-    return message.with_(status=Status.AVAILABLE, holder=None, back_from=None, back_by=None, fresh=False,
+    return message.with_(status=AVAILABLE, holder=None, back_from=None, back_by=None, fresh=False,
                          count_lo=lo, count_hi=max(hi, lo))
 
 
@@ -742,12 +743,12 @@ def _step_seek(state: State, op: o.Seek) -> Result:
     for message in state.messages:
         if message.id.entry >= target:
             skipped = message.id.entry == target and message.id.index <= op.message.index
-            changed[message.id] = message.with_(status=Status.AVAILABLE, holder=None, back_from=None, back_by=None,
+            changed[message.id] = message.with_(status=AVAILABLE, holder=None, back_from=None, back_by=None,
                                                 ack_confirmed=False, spare=message.spare + int(message.delivered),
                                                 count_lo=0, count_hi=message.count_hi + 1,
                                                 skipped_by=op.consumer if skipped else None, dead_letter_unsure=False)
-        elif message.status is not Status.ACKED or not message.ack_confirmed:
-            changed[message.id] = message.with_(status=Status.ACKED, holder=None, ack_confirmed=True,
+        elif message.status is not ACKED or not message.ack_confirmed:
+            changed[message.id] = message.with_(status=ACKED, holder=None, ack_confirmed=True,
                                                 spare=0, back_from=None, back_by=None)
     state = _unstall(replace_messages(state, changed))
     consumers = tuple(c.with_(last_first_delivery=-1) for c in state.consumers)
@@ -765,7 +766,7 @@ def _step_reopen(state: State, *, persisted: bool) -> Result:
     """
     changed = {}
     for message in state.messages:
-        if message.status is Status.ACKED:
+        if message.status is ACKED:
             if not persisted or not message.ack_confirmed:
                 changed[message.id] = message.with_(spare=message.spare + 1, ack_confirmed=message.ack_confirmed and persisted)
             elif message.count_hi:
@@ -824,7 +825,7 @@ def _prefix_problem(state: State, observed: cur.Cursor) -> Violation | None:
 
 def _maybe_acked_entries(state: State) -> frozenset[int]:
     """Entries whose ack is in doubt after a crash (the cursor may or may not still show them)."""
-    return frozenset(m.id.entry for m in state.messages if m.status is Status.ACKED and m.spare)
+    return frozenset(m.id.entry for m in state.messages if m.status is ACKED and m.spare)
 
 
 def _settle(state: State, observed: cur.Cursor) -> State:
@@ -834,9 +835,9 @@ def _settle(state: State, observed: cur.Cursor) -> State:
     changed = {}
     for message in state.messages:
         acked_on_broker = observed.is_acknowledged(message.id.entry)
-        if acked_on_broker and message.status is Status.ACKED and not message.ack_confirmed:
+        if acked_on_broker and message.status is ACKED and not message.ack_confirmed:
             changed[message.id] = message.with_(ack_confirmed=True)
-        elif not acked_on_broker and message.status is Status.ACKED and message.id not in pending and not any(
+        elif not acked_on_broker and message.status is ACKED and message.id not in pending and not any(
                 kind == "cumulative" and m >= message.id for c in state.connected() for kind, m in c.pending_acks):
             if message.id.index >= 0:
                 # Without batch-index acks a partial batch ack is held by the client (the entry is
@@ -846,7 +847,7 @@ def _settle(state: State, observed: cur.Cursor) -> State:
             # The ack was lost: the message is owed again, which uses up the one extra delivery the
             # doubt allowed; extra copies for other causes stay (found on the broker: after two
             # unloads c1 got m0, whose ack was lost, twice: its receiver queue and the reconnect).
-            changed[message.id] = message.with_(status=Status.AVAILABLE, ack_confirmed=False,
+            changed[message.id] = message.with_(status=AVAILABLE, ack_confirmed=False,
                                                 spare=max(message.spare - 1, 0), dead_letter_unsure=False)
     state = replace_messages(state, changed)
     confirmed_cursor = cur.from_acknowledged(observed.acknowledged(len(state.entries)) - set(range(observed.mark_delete + 1)),

@@ -16,7 +16,7 @@ from itertools import accumulate
 
 from model import ops as o
 from model.spec import SubscriptionType
-from model.state import State, Status
+from model.state import HELD, State
 
 CONSUMER_NAMES = ("c0", "c1", "c2")
 KEYS = ("k0", "k1", "k2", "k3")
@@ -54,13 +54,17 @@ def _subscribe_op(consumer: str) -> o.Op:
 # asks for every candidate of a kind at each step and keeps one.
 def _per_consumer(make: Callable[[str], o.Op]) -> Callable[[State], tuple[o.Op, ...]]:
     make = cache(make)
-    return lambda state: tuple(make(c.name) for c in state.connected())
+    return lambda state: tuple([make(c.name) for c in state.consumers if c.connected])
 
 
 def _held(make: Callable[[str, o.MessageId], o.Op]) -> Callable[[State], tuple[o.Op, ...]]:
     make = cache(make)
-    return lambda state: tuple(make(m.holder, m.id) for m in state.messages
-                               if m.status is Status.HELD and state.consumer(m.holder) is not None)
+
+    def held(state: State) -> tuple[o.Op, ...]:
+        connected = [c.name for c in state.consumers if c.connected]
+        return tuple([make(m.holder, m.id) for m in state.messages if m.status is HELD and m.holder in connected])
+
+    return held
 
 
 _cumulative = _held(lambda c, m: o.AcknowledgeCumulative(consumer=c, message=m))
@@ -74,7 +78,7 @@ def _seek(state: State) -> tuple[o.Op, ...]:
     # Batch indexes too, with batch-index acks on or off: a seek forgets the acked indexes of the
     # target's entry either way (suites/model/test_fidelity_broker.py).
     return tuple(_seek_op(consumer, m.id) for m in state.messages
-                 if m.holder == consumer and m.status is Status.HELD)
+                 if m.holder == consumer and m.status is HELD)
 
 
 @cache
@@ -94,7 +98,7 @@ def _tick(state: State) -> tuple[o.Op, ...]:
         ticks.append(_tick_op(spec.nack_window_ms[1] + 50))
     if any(c.pending_acks for c in state.consumers):
         ticks.append(_tick_op(spec.ack_grouping_ms + 50))
-    if spec.ack_timeout_window_ms is not None and any(m.status is Status.HELD for m in state.messages):
+    if spec.ack_timeout_window_ms is not None and any(m.status is HELD for m in state.messages):
         ticks.append(_tick_op(spec.ack_timeout_window_ms[1] + 50))
     return tuple(ticks)
 

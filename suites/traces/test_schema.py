@@ -81,6 +81,18 @@ def test_lossless_widening_is_accepted(tmp_path, program):
     assert s.inspect_parquet(events_file(tmp_path, table)) == []
 
 
+def test_a_widened_corpus_is_read_back_in_the_event_schema(spark, tmp_path, program):
+    """Opening casts what a file stores narrower (here `step` as int16, `at` as int32) to the
+    event schema, with the values unchanged."""
+    table = s.events_table(program)
+    for name, kind in (("step", pa.int16()), ("at", pa.int32())):
+        table = table.set_column(table.schema.get_field_index(name), name, table.column(name).cast(kind))
+    events_file(tmp_path, table)
+    events = c.open_corpus(spark, tmp_path / "events.parquet").events
+    assert events.schema == s.EVENT_SCHEMA
+    assert [(r.step, r.at, r.op) for r in events.orderBy("step").collect()] == [(e.step, e.at, e.op) for e in program]
+
+
 def test_partition_column_may_live_in_the_path(tmp_path, program):
     directory = tmp_path / "events" / f"spec_id={program[0].spec_id}"
     directory.mkdir(parents=True)

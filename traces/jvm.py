@@ -26,7 +26,8 @@ ran none (an option refused, a corpus already built) would leave an archive that
 a job needs (measured: one written by a session without a job left the 10M diff 1.5-2 s slower).
 If a JVM does not start with these options (an archive that is corrupt anyway, a JVM that rejects
 an option), the session starts again without them and the archive is removed (see
-traces.session), so a tuning problem costs one failed start, never a job.
+traces.session), so a tuning problem costs one failed start, never a job; and if a Java picked
+here does not start at all, the session starts on the `java` on PATH.
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ class Options:
     archive: Path | None = None  # the archive these options read (removed if the JVM fails to start)
     writing: Path | None = None  # the archive these options write at exit (its writer's pid goes next to it)
     java_home: Path | None = None  # the Java the JVM runs from (java_home(); None: the `java` on PATH)
+    java_picked: bool = False  # java_home was picked here, not named by the user: the one on PATH is the fallback
 
 
 def error_file(pid: int) -> Path:
@@ -91,6 +93,7 @@ def spark_java() -> tuple[int, ...]:
 
 
 JVM_DIRS = (Path("/usr/lib/jvm"),)
+JAVA_HOME_VARIABLES = ("TRACES_JAVA_HOME", "JAVA_HOME")  # a Java the user names, in this order
 
 
 def java_major(home: Path) -> int | None:
@@ -104,7 +107,7 @@ def java_major(home: Path) -> int | None:
 
 def java_home() -> Path | None:
     """The Java home the local Spark JVM runs from (None: the `java` on PATH, as found)."""
-    for variable in ("TRACES_JAVA_HOME", "JAVA_HOME"):
+    for variable in JAVA_HOME_VARIABLES:
         if os.environ.get(variable):
             home = Path(os.environ[variable])
             if not (home / "bin" / "java").exists():
@@ -210,7 +213,8 @@ def local_options() -> Options:
     """The tuning options for a local session on the Java java_home() picks, reading or writing
     the archive as it stands."""
     home = java_home()
-    return replace(_tuning(archive_path(_java(home))), java_home=home)
+    picked = home is not None and not any(os.environ.get(variable) for variable in JAVA_HOME_VARIABLES)
+    return replace(_tuning(archive_path(_java(home))), java_home=home, java_picked=picked)
 
 
 def _tuning(archive: Path | None) -> Options:

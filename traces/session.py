@@ -96,17 +96,25 @@ def spark_session(master: str | None = None, *, app: str = "traces", driver_memo
     for key, value in settings.items():
         builder = builder.config(key, value)
     logging.getLogger("py4j").setLevel(logging.WARNING)
-    with _with_java_home(tuning.java_home):
-        try:
-            spark = builder.getOrCreate()
-        except Exception as error:  # noqa: BLE001 - a JVM that does not start with the tuning starts without it
-            if not tuning.options:
-                raise
-            log.warning("spark: the JVM did not start with %s (%s); starting it without them",
-                        " ".join(tuning.options), str(error).strip().splitlines()[0] if str(error).strip() else error)
-            jvm.failed(tuning)
-            tuning = jvm.Options(options=(), java_home=tuning.java_home)
-            spark = builder.config("spark.driver.extraJavaOptions", java_options(False)).getOrCreate()
+    try:
+        with _with_java_home(tuning.java_home):
+            try:
+                spark = builder.getOrCreate()
+            except Exception as error:  # noqa: BLE001 - a JVM that does not start with the tuning starts without it
+                if not tuning.options:
+                    raise
+                log.warning("spark: the JVM did not start with %s (%s); starting it without them",
+                            " ".join(tuning.options), _first_line(error))
+                jvm.failed(tuning)
+                tuning = jvm.Options(options=(), java_home=tuning.java_home, java_picked=tuning.java_picked)
+                spark = builder.config("spark.driver.extraJavaOptions", java_options(False)).getOrCreate()
+    except Exception as error:  # noqa: BLE001 - a Java picked beside the one on PATH that does not start
+        if not tuning.java_picked:
+            raise
+        log.warning("spark: the JVM did not start on %s (%s); starting it on the java on PATH", tuning.java_home,
+                    _first_line(error))
+        tuning = jvm.Options(options=())
+        spark = builder.config("spark.driver.extraJavaOptions", java_options(False)).getOrCreate()
     jvm.started(tuning, spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
     global _TUNING
     _TUNING = tuning
@@ -114,6 +122,11 @@ def spark_session(master: str | None = None, *, app: str = "traces", driver_memo
     if not local and not spark.sparkContext.master.startswith("local"):
         ship_packages(spark)
     return spark
+
+
+def _first_line(error: Exception) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
 
 
 @contextmanager

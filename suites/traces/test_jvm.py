@@ -4,6 +4,7 @@ complete, one writer at a time, and a JVM that will not start with the tuning st
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -125,6 +126,34 @@ def test_a_jvm_that_rejects_the_tuning_starts_without_it(tmp_path):
     assert done.stderr.count("did not start with") == 1
 
 
+@pytest.mark.spark
+def test_a_picked_java_that_does_not_start_gives_way_to_the_java_on_path(tmp_path):
+    """In a fresh process: the newest Java beside the one on PATH is broken (its `java` exits at
+    once); the session says so and starts on the `java` on PATH."""
+    broken = _jdk(tmp_path / "jvm", "jdk-99", "99.0.1")
+    (broken / "bin" / "java").write_text("#!/bin/sh\necho 'Error: this Java is broken' >&2\nexit 1\n")
+    script = (
+        "import logging, os, sys\n"
+        "from pathlib import Path\n"
+        "from traces import jvm, session\n"
+        f"jvm.JVM_DIRS = (Path({str(tmp_path / 'jvm')!r}),)\n"
+        "jvm.spark_java = lambda: (8, 11, 17, 21, 25, 99)\n"
+        f"assert jvm.java_home() == Path({str(broken)!r})\n"
+        "logging.basicConfig(level=logging.WARNING)\n"
+        "spark = session.spark_session('local[1]', driver_memory='512m')\n"
+        "assert spark.range(3).count() == 3\n"
+        "print(spark.sparkContext._jvm.java.lang.System.getProperty('java.home'))\n")
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"), "TRACES_CDS": "0"}
+    for variable in jvm.JAVA_HOME_VARIABLES:
+        env.pop(variable, None)
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    on_path = Path(os.path.realpath(shutil.which("java"))).parent.parent
+    assert Path(done.stdout.strip().splitlines()[-1]).resolve() == on_path.resolve()
+    assert f"the JVM did not start on {broken}" in done.stderr and "starting it on the java on PATH" in done.stderr
+
+
 def test_a_crash_report_is_found_by_the_pid_of_its_jvm():
     assert jvm.error_file(4242).name == "traces-hs_err_4242.log"
     assert f"-XX:ErrorFile={jvm.error_file(4242)}".replace("4242", "%p") == jvm.ERROR_FILE
@@ -186,7 +215,7 @@ def test_a_java_on_path_of_unknown_version_is_left_as_found(jdks, monkeypatch, t
     assert jvm.java_home() is None
 
 
-def test_a_with_java_home_chosen_by_the_user_wins_and_a_wrong_one_is_named(jdks, monkeypatch, tmp_path):
+def test_a_java_home_chosen_by_the_user_wins_and_a_wrong_one_is_named(jdks, monkeypatch, tmp_path):
     monkeypatch.setenv("JAVA_HOME", str(jdks["17"]))
     assert jvm.java_home() == jdks["17"]
     monkeypatch.setenv("TRACES_JAVA_HOME", str(jdks["21"]))
@@ -196,7 +225,18 @@ def test_a_with_java_home_chosen_by_the_user_wins_and_a_wrong_one_is_named(jdks,
         jvm.java_home()
 
 
-def test_the_spark_jvm_gets_its_with_java_home_and_the_process_keeps_its_own(monkeypatch, tmp_path):
+def test_only_a_java_picked_here_gives_way_to_the_one_on_path(jdks, monkeypatch):
+    """A Java the user names is the user's choice: if it does not start, the session fails."""
+    monkeypatch.setattr(jvm, "spark_java", lambda: (17, 21, 25))
+    monkeypatch.setenv("TRACES_CDS", "0")
+    options = jvm.local_options()
+    assert options.java_home == jdks["25"] and options.java_picked
+    monkeypatch.setenv("JAVA_HOME", str(jdks["21"]))
+    options = jvm.local_options()
+    assert options.java_home == jdks["21"] and not options.java_picked
+
+
+def test_the_spark_jvm_gets_its_java_home_and_the_process_keeps_its_own(monkeypatch, tmp_path):
     from traces.session import _with_java_home
 
     monkeypatch.setenv("JAVA_HOME", "/the/users/java")

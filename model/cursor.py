@@ -68,7 +68,7 @@ class Cursor:
         return sum(1 for e in range(entries) if not self.is_acknowledged(e))
 
 
-_cursor = maker(Cursor)  # Cursor(...), fast: most steps make one
+_make_cursor = maker(Cursor)  # Cursor(...), fast: most steps make one
 
 
 def from_acknowledged(acked: Iterable[int], *, mark_delete: int = -1, batch_deleted: Iterable[BatchIndexes] = (),
@@ -91,8 +91,8 @@ def from_acknowledged(acked: Iterable[int], *, mark_delete: int = -1, batch_dele
         (entry, frozenset(indexes)) for entry, indexes in batch_deleted
         if indexes and entry > mark_delete and entry not in acked_set
     ))
-    return _cursor(mark_delete=mark_delete, individually_deleted=tuple(ranges), batch_deleted=batches,
-                  read_position=max(read_position, mark_delete + 1))
+    return _make_cursor(mark_delete=mark_delete, individually_deleted=tuple(ranges), batch_deleted=batches,
+                        read_position=max(read_position, mark_delete + 1))
 
 
 def _individual_entries(cursor: Cursor) -> set[int]:
@@ -120,10 +120,10 @@ def delete_batch_index(cursor: Cursor, entry: int, index: int, batch_size: int) 
     indexes = cursor.acked_indexes(entry) | {index}
     others = tuple(b for b in cursor.batch_deleted if b[0] != entry)
     if indexes >= frozenset(range(batch_size)):
-        return delete(_cursor(mark_delete=cursor.mark_delete, individually_deleted=cursor.individually_deleted,
-                             batch_deleted=others, read_position=cursor.read_position), [entry])
-    return _cursor(mark_delete=cursor.mark_delete, individually_deleted=cursor.individually_deleted,
-                  batch_deleted=tuple(sorted(others + ((entry, indexes),))), read_position=cursor.read_position)
+        return delete(_make_cursor(mark_delete=cursor.mark_delete, individually_deleted=cursor.individually_deleted,
+                                   batch_deleted=others, read_position=cursor.read_position), [entry])
+    return _make_cursor(mark_delete=cursor.mark_delete, individually_deleted=cursor.individually_deleted,
+                        batch_deleted=tuple(sorted(others + ((entry, indexes),))), read_position=cursor.read_position)
 
 
 def reset(cursor: Cursor, entry: int) -> Cursor:
@@ -132,21 +132,21 @@ def reset(cursor: Cursor, entry: int) -> Cursor:
     `ManagedCursorImpl.internalResetCursor`: markDeletePosition := previous(entry), the individually
     deleted ranges and batch indexes are cleared, the read position is the target.
     """
-    return _cursor(mark_delete=entry - 1, read_position=entry)
+    return _make_cursor(mark_delete=entry - 1, read_position=entry)
 
 
 def advance_read(cursor: Cursor, entry: int) -> Cursor:
     """The dispatcher has read up to (not including) `entry`."""
     if entry <= cursor.read_position:
         return cursor
-    return _cursor(mark_delete=cursor.mark_delete, individually_deleted=cursor.individually_deleted,
-                  batch_deleted=cursor.batch_deleted, read_position=entry)
+    return _make_cursor(mark_delete=cursor.mark_delete, individually_deleted=cursor.individually_deleted,
+                        batch_deleted=cursor.batch_deleted, read_position=entry)
 
 
 def rewind(cursor: Cursor) -> Cursor:
     """Read again from the first unacknowledged entry (redelivery on Exclusive/Failover, reconnect)."""
-    return _cursor(mark_delete=cursor.mark_delete, individually_deleted=cursor.individually_deleted,
-                  batch_deleted=cursor.batch_deleted, read_position=cursor.mark_delete + 1)
+    return _make_cursor(mark_delete=cursor.mark_delete, individually_deleted=cursor.individually_deleted,
+                        batch_deleted=cursor.batch_deleted, read_position=cursor.mark_delete + 1)
 
 
 def normalization_violations(cursor: Cursor) -> tuple[str, ...]:

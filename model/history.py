@@ -146,9 +146,9 @@ def event_values(program_id: str, spec: Spec, step: int, op: o.Op, completion: o
             delivered_entry, delivered_index, redelivery_count, cursor, sent, completion.error)
 
 
-assert FIELDS == ("program_id", "step", "spec_id", "spec", "op", "consumer", "entry", "index", "keys", "batched", "ms",
-                  "outcome", "at", "delivered_entry", "delivered_index", "redelivery_count", "cursor", "sent",
-                  "error"), "event_values lists the fields in this order"
+if FIELDS != ("program_id", "step", "spec_id", "spec", "op", "consumer", "entry", "index", "keys", "batched", "ms",
+              "outcome", "at", "delivered_entry", "delivered_index", "redelivery_count", "cursor", "sent", "error"):
+    raise RuntimeError("Event's fields changed: event_values lists them in the order above")
 
 
 def op_of(event: Event) -> o.Op:

@@ -23,7 +23,8 @@ class MessageId(NamedTuple):
 
     A named tuple rather than a dataclass: the model compares and hashes message ids more than
     anything else, and a tuple does both in C (a dataclass's Python-level `__eq__`, `__hash__` and
-    `__lt__` cost the model about a tenth of its time). Ordered by (entry, index)."""
+    `__lt__` cost the model about a tenth of its time). Ordered by (entry, index); as a tuple it
+    also equals a plain tuple: `MessageId(3) == (3, -1)`."""
 
     entry: int
     index: int = -1
@@ -143,16 +144,16 @@ class Completion:
     error: str | None = None
 
 
-_completion = maker(Completion)  # Completion(...), fast: every step makes one
+_make_completion = maker(Completion)  # Completion(...), fast: every step makes one
 
 
 def ok(value: Delivery | Cursor | tuple[MessageId, ...] | None = None, *, at: int = 0) -> Completion:
-    return _completion(outcome=Outcome.OK, at=at, value=value)
+    return _make_completion(outcome=Outcome.OK, at=at, value=value)
 
 
 def fail(error: str, *, at: int = 0) -> Completion:
-    return _completion(outcome=Outcome.FAIL, at=at, error=error)
+    return _make_completion(outcome=Outcome.FAIL, at=at, error=error)
 
 
 def info(error: str, *, at: int = 0) -> Completion:
-    return _completion(outcome=Outcome.INFO, at=at, error=error)
+    return _make_completion(outcome=Outcome.INFO, at=at, error=error)

@@ -8,7 +8,8 @@ constructor, giving the same values several times faster: the record is built as
 plain class with the same slots, whose fields are set by ordinary attribute stores (which the
 interpreter specializes), and then becomes a `cls`, whose memory layout it shares.
 
-Both take records without `__post_init__`, `InitVar`s or default factories (asserted).
+Both take slotted dataclasses without a base class, `__post_init__`, `InitVar`s or default
+factories (a draft must have the record's whole memory layout); anything else is refused.
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ from dataclasses import MISSING, fields, replace
 
 
 def _draft(cls: type) -> type:
-    assert "__slots__" in cls.__dict__ and not hasattr(cls, "__post_init__"), cls
-    assert all(f.init and f.default_factory is MISSING for f in fields(cls)), cls
+    if "__slots__" not in cls.__dict__ or hasattr(cls, "__post_init__") or any(
+            not f.init or f.default_factory is not MISSING for f in fields(cls)) or cls.__bases__ != (object,):
+        raise TypeError(f"{cls.__name__}: only a slotted dataclass of its own (no base class, __post_init__, "
+                        "InitVar or default factory) is built this way")
     return type(f"_{cls.__name__}Draft", (), {"__slots__": cls.__slots__})
 
 

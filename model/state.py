@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from dataclasses import dataclass
-from operator import attrgetter
 from enum import StrEnum
+from operator import attrgetter
 
 from model.cursor import Cursor
 from model.ops import MessageId

@@ -217,6 +217,12 @@ def local_options() -> Options:
     return replace(_tuning(archive_path(_java(home))), java_home=home, java_picked=picked)
 
 
+def path_options() -> Options:
+    """The tuning options for a local session on the `java` on PATH (the fallback of a picked Java
+    that does not start)."""
+    return _tuning(archive_path(_java(None)))
+
+
 def _tuning(archive: Path | None) -> Options:
     if archive is None:
         return Options(options=(*TUNING, ERROR_FILE))

@@ -79,11 +79,11 @@ def spark_session(master: str | None = None, *, app: str = "traces", driver_memo
     }
     tuning = jvm.local_options() if local else jvm.Options(options=())
 
-    def java_options(tuned: bool) -> str:
-        return " ".join([f"-Dlog4j2.configurationFile=file:{_HERE / 'log4j2.properties'}",
-                         *(tuning.options if tuned else ()), os.environ.get("TRACES_JAVA_OPTIONS", "")]).strip()
+    def java_options(options: jvm.Options) -> str:
+        return " ".join([f"-Dlog4j2.configurationFile=file:{_HERE / 'log4j2.properties'}", *options.options,
+                         os.environ.get("TRACES_JAVA_OPTIONS", ""),
+                         (conf or {}).get("spark.driver.extraJavaOptions", "")]).strip()
 
-    settings["spark.driver.extraJavaOptions"] = java_options(True)
     if local:
         settings.update({
             "spark.driver.memory": driver_memory or DEFAULT_DRIVER_MEMORY,
@@ -96,25 +96,7 @@ def spark_session(master: str | None = None, *, app: str = "traces", driver_memo
     for key, value in settings.items():
         builder = builder.config(key, value)
     logging.getLogger("py4j").setLevel(logging.WARNING)
-    try:
-        with _with_java_home(tuning.java_home):
-            try:
-                spark = builder.getOrCreate()
-            except Exception as error:  # noqa: BLE001 - a JVM that does not start with the tuning starts without it
-                if not tuning.options:
-                    raise
-                log.warning("spark: the JVM did not start with %s (%s); starting it without them",
-                            " ".join(tuning.options), _first_line(error))
-                jvm.failed(tuning)
-                tuning = jvm.Options(options=(), java_home=tuning.java_home, java_picked=tuning.java_picked)
-                spark = builder.config("spark.driver.extraJavaOptions", java_options(False)).getOrCreate()
-    except Exception as error:  # noqa: BLE001 - a Java picked beside the one on PATH that does not start
-        if not tuning.java_picked:
-            raise
-        log.warning("spark: the JVM did not start on %s (%s); starting it on the java on PATH", tuning.java_home,
-                    _first_line(error))
-        tuning = jvm.Options(options=())
-        spark = builder.config("spark.driver.extraJavaOptions", java_options(False)).getOrCreate()
+    spark, tuning = _start(builder, _attempts(tuning), java_options)
     jvm.started(tuning, spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
     global _TUNING
     _TUNING = tuning
@@ -122,6 +104,52 @@ def spark_session(master: str | None = None, *, app: str = "traces", driver_memo
     if not local and not spark.sparkContext.master.startswith("local"):
         ship_packages(spark)
     return spark
+
+
+def _attempts(tuning: jvm.Options) -> Iterator[jvm.Options]:
+    """The JVMs to try, in order, while none starts: the tuned one, the same Java without the
+    tuning (a JVM that rejects an option, an archive it cannot map), and for a Java picked beside
+    the one on PATH, the `java` on PATH, tuned and not."""
+    yield tuning
+    if tuning.options:
+        yield jvm.Options(options=(), java_home=tuning.java_home)
+    if tuning.java_picked:
+        on_path = jvm.path_options()
+        yield on_path
+        if on_path.options:
+            yield jvm.Options(options=())
+
+
+def _start(builder, attempts: Iterator[jvm.Options], java_options) -> tuple:
+    """Start the session with the first of `attempts` whose JVM starts. Only a JVM that did not
+    start (pyspark has no gateway) leads to the next attempt; any other error, or the last
+    attempt's, is raised as it is."""
+    from pyspark import SparkContext
+
+    failure = None
+    for options in attempts:
+        if failure is not None:
+            previous, error = failure
+            if options.java_home != previous.java_home:
+                log.warning("spark: the JVM did not start on %s (%s); trying %s", _java_name(previous),
+                            _first_line(error), _java_name(options))
+            else:
+                log.warning("spark: the JVM did not start with %s (%s); trying without them",
+                            " ".join(previous.options), _first_line(error))
+        try:
+            with _with_java_home(options.java_home):
+                return builder.config("spark.driver.extraJavaOptions", java_options(options)).getOrCreate(), options
+        except Exception as error:  # noqa: BLE001 - a JVM that did not start: the next attempt, if any
+            if SparkContext._gateway is not None:
+                raise
+            if options.options:
+                jvm.failed(options)
+            failure = (options, error)
+    raise failure[1]
+
+
+def _java_name(options: jvm.Options) -> str:
+    return str(options.java_home) if options.java_home else "the java on PATH"
 
 
 def _first_line(error: Exception) -> str:

@@ -3,28 +3,31 @@
 Copying a state is the model's hottest call; `with_` and the makers build a record without the
 frozen `__init__`'s per-field `object.__setattr__`. These tests hold `with_` to
 `dataclasses.replace` on every field of every record, on unknown fields and on whole random
-programs, and each maker to its class's constructor.
+programs, and each maker to its class's constructor; and the order of the messages, by id, that
+the state's lookups rely on.
 """
 
 import dataclasses
+import random
 
 import pytest
 
 from model import ops as o
-from model.cursor import Cursor, _cursor
-
+from model.cursor import Cursor, _make_cursor
 from model.ops import MessageId
 from model.records import copier, maker
-from model.simulate import _make_delivery, run_random_program
+from model.simulate import _make_delivery, respond, run_random_program
 from model.spec import Spec, SubscriptionType
 from model.state import Consumer, Message, State, Status, _make_message, initial
+from model.step import step
+from model.vocabulary import random_op
 
 SAMPLES = {
     Message: Message(id=MessageId(3, 1), key="k", status=Status.HELD, holder="c1", count_hi=2),
     Consumer: Consumer(name="c1", pending_acks=(("individual", MessageId(1)),)),
     State: initial(Spec(subscription_type=SubscriptionType.KEY_SHARED)),
 }
-OTHER = {int: 7, bool: True, str: "x", tuple: (MessageId(9),)}
+OTHER = {MessageId: MessageId(9), int: 7, bool: True, str: "x", tuple: (MessageId(9),)}
 
 
 def _another(value):
@@ -71,9 +74,9 @@ def test_programs_run_the_same_with_replace(kind, monkeypatch):
 
 MADE = {
     Message: (_make_message, {"id": MessageId(2, 0), "key": "k1", "serial": 3}),
-    o.Completion: (o._completion, {"outcome": o.Outcome.FAIL, "at": 7, "error": "ConsumerBusy"}),
+    o.Completion: (o._make_completion, {"outcome": o.Outcome.FAIL, "at": 7, "error": "ConsumerBusy"}),
     o.Delivery: (_make_delivery, {"message": MessageId(4), "redelivery_count": 2}),
-    Cursor: (_cursor, {"mark_delete": 3, "individually_deleted": ((4, 6),), "read_position": 7}),
+    Cursor: (_make_cursor, {"mark_delete": 3, "individually_deleted": ((4, 6),), "read_position": 7}),
 }
 
 
@@ -100,7 +103,23 @@ def test_records_the_fast_paths_cannot_copy_are_refused():
     class WithoutSlots:
         x: int = 0
 
-    for record in (WithFactory, WithoutSlots):
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class Derived(o.Delivery):
+        extra: int = 0
+
+    for record in (WithFactory, WithoutSlots, Derived):
         for fast in (copier, maker):
-            with pytest.raises(AssertionError):
+            with pytest.raises(TypeError, match="only a slotted dataclass of its own"):
                 fast(record)
+
+
+@pytest.mark.parametrize("kind", list(SubscriptionType))
+def test_a_states_messages_stay_in_id_order(kind):
+    """state.message, entry_messages and replace_message bisect the messages by id."""
+    for seed in range(40):
+        rng, state = random.Random(seed), initial(Spec(subscription_type=kind))
+        for _ in range(60):
+            op = random_op(state, rng)
+            state = step(state, op, respond(state, op, rng))
+            ids = [m.id for m in state.messages]
+            assert ids == sorted(ids) and len(set(ids)) == len(ids)

@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -151,7 +152,7 @@ def test_a_picked_java_that_does_not_start_gives_way_to_the_java_on_path(tmp_pat
     assert done.returncode == 0, done.stderr[-3000:]
     on_path = Path(os.path.realpath(shutil.which("java"))).parent.parent
     assert Path(done.stdout.strip().splitlines()[-1]).resolve() == on_path.resolve()
-    assert f"the JVM did not start on {broken}" in done.stderr and "starting it on the java on PATH" in done.stderr
+    assert f"the JVM did not start on {broken}" in done.stderr and "trying the java on PATH" in done.stderr
 
 
 def test_a_crash_report_is_found_by_the_pid_of_its_jvm():
@@ -234,6 +235,74 @@ def test_only_a_java_picked_here_gives_way_to_the_one_on_path(jdks, monkeypatch)
     monkeypatch.setenv("JAVA_HOME", str(jdks["21"]))
     options = jvm.local_options()
     assert options.java_home == jdks["21"] and not options.java_picked
+
+
+class _Started:
+    """What spark_session uses of a session that started."""
+
+    class sparkContext:  # noqa: N801 - pyspark's name
+        master = "local[1]"
+        _jvm = SimpleNamespace(java=SimpleNamespace(lang=SimpleNamespace(ProcessHandle=SimpleNamespace(
+            current=lambda: SimpleNamespace(pid=lambda: 4242)))))
+
+        @staticmethod
+        def setLogLevel(level):  # noqa: N802 - pyspark's name
+            pass
+
+
+@pytest.fixture
+def starts(jdks, monkeypatch):
+    """spark_session with pyspark's start replaced: each start takes the next outcome ('started',
+    'no jvm': the JVM did not start, 'jvm': an error after it started) and records the JAVA_HOME and
+    JVM options it saw."""
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+    from traces import session
+
+    monkeypatch.setattr(jvm, "spark_java", lambda: (17, 21, 25))
+    monkeypatch.setenv("TRACES_CDS", "0")
+    monkeypatch.setattr(SparkContext, "_gateway", None)
+    monkeypatch.setattr(session, "_TUNING", None)
+    seen, outcomes = [], []
+
+    def get_or_create(builder):
+        seen.append((os.environ.get("JAVA_HOME"), builder._options["spark.driver.extraJavaOptions"]))
+        outcome = outcomes.pop(0)
+        if outcome == "started":
+            return _Started
+        if outcome == "jvm":
+            monkeypatch.setattr(SparkContext, "_gateway", object())
+        raise RuntimeError(f"start failed: {outcome}")
+
+    monkeypatch.setattr(SparkSession.Builder, "getOrCreate", get_or_create)
+
+    def start(*planned: str):
+        outcomes[:] = planned
+        return session.spark_session("local[1]")
+
+    return SimpleNamespace(start=start, seen=seen)
+
+
+def test_the_session_tries_the_picked_java_then_without_tuning_then_the_java_on_path(starts, jdks, caplog):
+    assert starts.start("no jvm", "no jvm", "started") is _Started
+    tuned = " ".join(jvm.TUNING)
+    assert [home for home, _ in starts.seen] == [str(jdks["25"]), str(jdks["25"]), None]
+    assert [tuned in options for _, options in starts.seen] == [True, False, True]
+    assert f"did not start on {jdks['25']}" in caplog.text and "trying the java on PATH" in caplog.text
+
+
+def test_a_java_the_user_names_is_not_replaced_and_an_error_after_the_start_is_not_retried(starts, jdks,
+                                                                                            monkeypatch):
+    monkeypatch.setenv("JAVA_HOME", str(jdks["21"]))
+    with pytest.raises(RuntimeError, match="start failed: no jvm"):
+        starts.start("no jvm", "no jvm", "started")
+    assert [home for home, _ in starts.seen] == [str(jdks["21"])] * 2
+    starts.seen.clear()
+    monkeypatch.delenv("JAVA_HOME")
+    with pytest.raises(RuntimeError, match="start failed: jvm"):
+        starts.start("jvm", "started")
+    assert len(starts.seen) == 1
 
 
 def test_the_spark_jvm_gets_its_java_home_and_the_process_keeps_its_own(monkeypatch, tmp_path):

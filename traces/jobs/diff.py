@@ -71,13 +71,10 @@ def _aligned_divergent(a: c.Corpus, b: c.Corpus, unequal: DataFrame, differs: in
 
 
 def _per_spec(unequal: DataFrame, expected_programs: DataFrame) -> list[dict]:
-    """Status counts per spec: the unequal programs are counted; the same ones are the expected
-    side's programs that are neither differing nor missing on the observed side."""
-    rows = {r.spec_id: r.asDict() for r in t.status_per_spec(unequal).collect()}
-    for r in t.programs_per_spec(expected_programs).collect():
-        row = rows.setdefault(r.spec_id, {"spec_id": r.spec_id, **{status: 0 for status in t.STATUSES}})
-        row["same"] = r.programs - row["differs"] - row["only_expected"]
-    return sorted(rows.values(), key=lambda r: r["spec_id"])
+    """Status counts per spec (see traces.transforms.status_per_spec)."""
+    rows = [r.asDict() for r in t.status_per_spec(unequal, expected_programs).collect()]
+    return sorted(({"spec_id": r["spec_id"], **{status: r[status] for status in t.STATUSES}} for r in rows),
+                  key=lambda r: r["spec_id"])
 
 
 def run(spark: SparkSession, expected: str | Path, observed: str | Path, out: str | Path, *,
@@ -108,7 +105,7 @@ def run(spark: SparkSession, expected: str | Path, observed: str | Path, out: st
             problems = _problems(aligned) if totals["differs"] else []
             if problems:
                 raise s.CorpusError(f"{a.path} vs {b.path}", problems)
-            written = spark.read.parquet(str(staging / "divergences"))
+            written = spark.read.schema(divergences.schema).parquet(str(staging / "divergences"))
             table = t.signatures(written).toArrow().sort_by([("programs", "descending"), ("signature", "ascending")])
             pq.write_table(table, staging / "signatures.parquet")
             sigs = table.slice(0, SHOWN_SIGNATURES).to_pylist()

@@ -218,18 +218,22 @@ def status_per_spec(unequal: DataFrame, expected_programs: DataFrame) -> DataFra
 
 
 def problems(aligned: DataFrame, known_ops: tuple[str, ...], outcomes: tuple[str, ...]) -> DataFrame:
-    """Per side: events with an op outside the vocabulary or an outcome other than ok/fail/info,
-    their count and the first one."""
+    """Per side (`side`, `events`, `first`): events with an op outside the vocabulary or an outcome
+    other than ok/fail/info, their count and the first one. One aggregation over both sides."""
     ops = ", ".join(_sql_string(op) for op in known_ops)
     kinds = ", ".join(_sql_string(outcome) for outcome in outcomes)
-    parts = [f"""
-        SELECT '{side}' AS side, count(1) AS events,
-               min(named_struct('spec_id', spec_id, 'program_id', program_id, 'step', step, 'op', {side}_op,
-                                'outcome', {side}_outcome)) AS first
-        FROM {{aligned}}
-        WHERE {side}_op IS NOT NULL AND ({side}_op NOT IN ({ops}) OR {side}_outcome IS NULL
-              OR {side}_outcome NOT IN ({kinds}))""" for side in SIDES]
-    return _sql(aligned, " UNION ALL ".join(parts), aligned=aligned)
+    flags = ", ".join(f"{side}_op IS NOT NULL AND ({side}_op NOT IN ({ops}) OR {side}_outcome IS NULL "
+                      f"OR {side}_outcome NOT IN ({kinds})) AS {side}_bad" for side in SIDES)
+    found = ", ".join(f"count_if({side}_bad) AS {side}_events, min(IF({side}_bad, named_struct('spec_id', spec_id, "
+                      f"'program_id', program_id, 'step', step, 'op', {side}_op, 'outcome', {side}_outcome), NULL)) "
+                      f"AS {side}_first" for side in SIDES)
+    rows = ", ".join(f"named_struct('side', '{side}', 'events', {side}_events, 'first', {side}_first)"
+                     for side in SIDES)
+    return _sql(aligned, f"""
+        SELECT inline(array({rows}))
+        FROM (SELECT {found} FROM (SELECT spec_id, program_id, step, {_list([f"{side}_{c}" for side in SIDES
+                                                                             for c in ("op", "outcome")])}, {flags}
+                                    FROM {{aligned}}))""", aligned=aligned)
 
 
 def steps_until(aligned: DataFrame, picks: list[tuple[str, str, int]]) -> DataFrame:

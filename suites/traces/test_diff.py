@@ -140,6 +140,23 @@ def test_corrupt_input_fails_and_leaves_nothing(spark, injected, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad"]
 
 
+def test_values_outside_the_vocabulary_in_differing_programs_fail_and_leave_nothing(spark, tmp_path):
+    """An op the vocabulary does not know, or an outcome other than ok/fail/info, on either side of
+    a program that differs: the diff names the side, the count and the first one."""
+    program = _program(SHARED, 3, "p")
+    expected = write_corpus(spark, tmp_path / "expected", program)
+    send = first_step(program, "send")
+    observed = write_corpus(spark, tmp_path / "observed",
+                            change(change(program, send, op="frobnicate"), send + 1, outcome="maybe"))
+    with pytest.raises(CorpusError) as raised:
+        diff.run(spark, expected, observed, tmp_path / "out")
+    said = str(raised.value)
+    assert f"observed: 2 event(s) with an unknown op or an outcome other than ok/fail/info, first: spec " \
+           f"{program[0].spec_id} program p step {send} (op 'frobnicate'" in said
+    assert "expected:" not in said
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["expected", "observed"]
+
+
 def test_output_inside_an_input_is_refused(spark, injected):
     with pytest.raises(CorpusError, match="overlaps the input"):
         diff.run(spark, injected["expected"], injected["observed"], injected["expected"] / "diff")

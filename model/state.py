@@ -134,9 +134,8 @@ class State:
 
     # -- lookups --------------------------------------------------------------------------------
     def message(self, message_id: MessageId) -> Message | None:
-        messages = self.messages
-        at = bisect_left(messages, message_id, key=_ID)
-        return messages[at] if at < len(messages) and messages[at].id == message_id else None
+        at = _position(self.messages, message_id)
+        return None if at is None else self.messages[at]
 
     def entry_messages(self, entry: int) -> tuple[Message, ...]:
         """The messages of one entry (one, or a batch's indexes)."""
@@ -175,12 +174,16 @@ def initial(spec: Spec) -> State:
     return State(spec=spec)
 
 
+def _position(messages: tuple[Message, ...], message_id: MessageId) -> int | None:
+    at = bisect_left(messages, message_id, key=_ID)
+    return at if at < len(messages) and messages[at].id == message_id else None
+
+
 def replace_message(state: State, message: Message) -> State:
-    messages = state.messages
-    at = bisect_left(messages, message.id, key=_ID)
-    if at == len(messages) or messages[at].id != message.id:
+    at = _position(state.messages, message.id)
+    if at is None:
         return state
-    return state.with_(messages=messages[:at] + (message,) + messages[at + 1:])
+    return state.with_(messages=state.messages[:at] + (message,) + state.messages[at + 1:])
 
 
 def replace_messages(state: State, changed: dict[MessageId, Message]) -> State:

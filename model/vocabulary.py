@@ -42,32 +42,27 @@ def _sends(keyed: bool, zero_queue: bool) -> tuple[o.Op, ...]:
 def _subscribe(state: State) -> tuple[o.Op, ...]:
     connected = {c.name for c in state.connected()}
     free = [name for name in CONSUMER_NAMES if name not in connected]
-    return (_subscribe_op(free[0]),) if free else ()
+    return (_op(o.Subscribe, consumer=free[0]),) if free else ()
 
 
 @cache
-def _subscribe_op(consumer: str) -> o.Op:
-    return o.Subscribe(consumer=consumer)
+def _op(kind: type, **fields: object) -> o.Op:
+    """`kind(**fields)`, interned: ops are values, and the random generator asks for every
+    candidate of a kind at each step and keeps one."""
+    return kind(**fields)
 
 
-# Ops are values: the candidates' constructors are cached (interned), since the random generator
-# asks for every candidate of a kind at each step and keeps one.
-def _per_consumer(make: Callable[[str], o.Op]) -> Callable[[State], tuple[o.Op, ...]]:
-    make = cache(make)
-    return lambda state: tuple([make(c.name) for c in state.consumers if c.connected])
+def _per_consumer(kind: type) -> Callable[[State], tuple[o.Op, ...]]:
+    return lambda state: tuple([_op(kind, consumer=c.name) for c in state.consumers if c.connected])
 
 
-def _held(make: Callable[[str, o.MessageId], o.Op]) -> Callable[[State], tuple[o.Op, ...]]:
-    make = cache(make)
-
+def _held(kind: type) -> Callable[[State], tuple[o.Op, ...]]:
     def held(state: State) -> tuple[o.Op, ...]:
         connected = [c.name for c in state.consumers if c.connected]
-        return tuple([make(m.holder, m.id) for m in state.messages if m.status is HELD and m.holder in connected])
+        return tuple([_op(kind, consumer=m.holder, message=m.id) for m in state.messages
+                      if m.status is HELD and m.holder in connected])
 
     return held
-
-
-_cumulative = _held(lambda c, m: o.AcknowledgeCumulative(consumer=c, message=m))
 
 
 def _seek(state: State) -> tuple[o.Op, ...]:
@@ -77,13 +72,8 @@ def _seek(state: State) -> tuple[o.Op, ...]:
     consumer = connected[0].name
     # Batch indexes too, with batch-index acks on or off: a seek forgets the acked indexes of the
     # target's entry either way (suites/model/test_fidelity_broker.py).
-    return tuple(_seek_op(consumer, m.id) for m in state.messages
+    return tuple(_op(o.Seek, consumer=consumer, message=m.id) for m in state.messages
                  if m.holder == consumer and m.status is HELD)
-
-
-@cache
-def _seek_op(consumer: str, message: o.MessageId) -> o.Op:
-    return o.Seek(consumer=consumer, message=message)
 
 
 def _tick(state: State) -> tuple[o.Op, ...]:
@@ -95,17 +85,12 @@ def _tick(state: State) -> tuple[o.Op, ...]:
     ticks = []
     if (state.rewind_window is not None or state.paused_until > state.now
             or any(m.back_by is not None for m in state.messages)):
-        ticks.append(_tick_op(spec.nack_window_ms[1] + 50))
+        ticks.append(_op(o.Tick, ms=spec.nack_window_ms[1] + 50))
     if any(c.pending_acks for c in state.consumers):
-        ticks.append(_tick_op(spec.ack_grouping_ms + 50))
+        ticks.append(_op(o.Tick, ms=spec.ack_grouping_ms + 50))
     if spec.ack_timeout_window_ms is not None and any(m.status is HELD for m in state.messages):
-        ticks.append(_tick_op(spec.ack_timeout_window_ms[1] + 50))
+        ticks.append(_op(o.Tick, ms=spec.ack_timeout_window_ms[1] + 50))
     return tuple(ticks)
-
-
-@cache
-def _tick_op(ms: int) -> o.Op:
-    return o.Tick(ms=ms)
 
 
 def _lifecycle(make: Callable[[], o.Op]) -> Callable[[State], tuple[o.Op, ...]]:
@@ -116,12 +101,12 @@ def _lifecycle(make: Callable[[], o.Op]) -> Callable[[State], tuple[o.Op, ...]]:
 CANDIDATES: dict[str, Callable[[State], tuple[o.Op, ...]]] = {
     "send": _send,
     "subscribe": _subscribe,
-    "receive": _per_consumer(lambda c: o.Receive(consumer=c)),
-    "acknowledge": _held(lambda c, m: o.Acknowledge(consumer=c, message=m)),
-    "acknowledge_cumulative": _cumulative,
-    "negative_acknowledge": _held(lambda c, m: o.NegativeAcknowledge(consumer=c, message=m)),
-    "redeliver_unacknowledged_messages": _per_consumer(lambda c: o.RedeliverUnacknowledgedMessages(consumer=c)),
-    "close": _per_consumer(lambda c: o.Close(consumer=c)),
+    "receive": _per_consumer(o.Receive),
+    "acknowledge": _held(o.Acknowledge),
+    "acknowledge_cumulative": _held(o.AcknowledgeCumulative),
+    "negative_acknowledge": _held(o.NegativeAcknowledge),
+    "redeliver_unacknowledged_messages": _per_consumer(o.RedeliverUnacknowledgedMessages),
+    "close": _per_consumer(o.Close),
     "seek": _seek,
     "tick": _tick,
     "read_cursor": _lifecycle(o.ReadCursor),

@@ -3,10 +3,10 @@ serial collector, and a class-data archive.
 
 Which Java: $TRACES_JAVA_HOME, else $JAVA_HOME, else the newest JDK of a version Spark runs on
 (spark_java(): 17, 21, 25 for Spark 4.3+) installed side by side with the `java` on PATH (in
-/usr/lib/jvm, where Debian and Ubuntu put them), when it is newer than that one. A newer JVM runs the diff faster (the 50M-event
-diff, median of three runs alternating: 22.5 s wall on Java 25, 31.7 s on Java 17; the 10M one
-14.8 s and 17.1 s). Only this process's Spark JVM gets it, not the broker nor anything else
-started from the same process.
+/usr/lib/jvm, where Debian and Ubuntu put them), when it is newer than that one. A newer JVM runs
+the diff faster (the 50M-event diff, median of three runs alternating: 22.5 s wall on Java 25,
+31.7 s on Java 17; the 10M one 14.8 s and 17.1 s). Only this process's Spark JVM gets it, not the
+broker nor anything else started from the same process.
 
 A short local job spends much of its CPU starting the JVM and compiling: C1 alone compiles
 quickly; the serial collector does without G1's concurrent threads, which on two cores compete
@@ -107,12 +107,22 @@ def java_major(home: Path) -> int | None:
 
 def java_home() -> Path | None:
     """The Java home the local Spark JVM runs from (None: the `java` on PATH, as found)."""
+    return _named_java_home() or _picked_java_home()
+
+
+def _named_java_home() -> Path | None:
+    """The Java the user names ($TRACES_JAVA_HOME, else $JAVA_HOME), if any."""
     for variable in JAVA_HOME_VARIABLES:
         if os.environ.get(variable):
             home = Path(os.environ[variable])
             if not (home / "bin" / "java").exists():
                 raise ValueError(f"${variable} is {home}, which has no bin/java")
             return home
+    return None
+
+
+def _picked_java_home() -> Path | None:
+    """The newest Java Spark runs on beside the `java` on PATH, if newer than that one."""
     on_path = shutil.which("java")
     current = java_major(Path(os.path.realpath(on_path)).parent.parent) if on_path else None
     if on_path and current is None:
@@ -212,9 +222,9 @@ def settle(archive: Path) -> bool:
 def local_options() -> Options:
     """The tuning options for a local session on the Java java_home() picks, reading or writing
     the archive as it stands."""
-    home = java_home()
-    picked = home is not None and not any(os.environ.get(variable) for variable in JAVA_HOME_VARIABLES)
-    return replace(_tuning(archive_path(_java(home))), java_home=home, java_picked=picked)
+    named = _named_java_home()
+    home = named or _picked_java_home()
+    return replace(_tuning(archive_path(_java(home))), java_home=home, java_picked=named is None and home is not None)
 
 
 def path_options() -> Options:

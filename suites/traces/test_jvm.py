@@ -193,7 +193,7 @@ def jdks(tmp_path, monkeypatch):
     (folder / "not-a-jdk").mkdir()
     monkeypatch.setattr(jvm, "JVM_DIRS", (folder,))
     monkeypatch.setenv("PATH", f"{homes['17'] / 'bin'}{os.pathsep}{os.environ['PATH']}")
-    for variable in ("JAVA_HOME", "TRACES_JAVA_HOME"):
+    for variable in jvm.JAVA_HOME_VARIABLES:
         monkeypatch.delenv(variable, raising=False)
     return homes
 

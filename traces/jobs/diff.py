@@ -72,8 +72,7 @@ def _aligned_divergent(a: c.Corpus, b: c.Corpus, unequal: DataFrame, differs: in
 
 def _per_spec(unequal: DataFrame, expected_programs: DataFrame) -> list[dict]:
     """Status counts per spec (see traces.transforms.status_per_spec)."""
-    rows = [r.asDict() for r in t.status_per_spec(unequal, expected_programs).collect()]
-    return sorted(({"spec_id": r["spec_id"], **{status: r[status] for status in t.STATUSES}} for r in rows),
+    return sorted((r.asDict() for r in t.status_per_spec(unequal, expected_programs).collect()),
                   key=lambda r: r["spec_id"])
 
 

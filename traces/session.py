@@ -12,6 +12,7 @@ Progress of long jobs is logged from the driver (tasks done per stage) every few
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 import sys
@@ -96,6 +97,7 @@ def spark_session(master: str | None = None, *, app: str = "traces", driver_memo
     for key, value in settings.items():
         builder = builder.config(key, value)
     logging.getLogger("py4j").setLevel(logging.WARNING)
+    _import_in_background("pyspark.testing.utils")
     spark, tuning = _start(builder, _attempts(tuning), java_options)
     jvm.started(tuning, spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
     global _TUNING
@@ -104,6 +106,24 @@ def spark_session(master: str | None = None, *, app: str = "traces", driver_memo
     if not local and not spark.sparkContext.master.startswith("local"):
         ship_packages(spark)
     return spark
+
+
+def _import_in_background(module: str) -> None:
+    """Import `module` in a thread while the JVM starts (this process only waits for it then).
+    pyspark imports pyspark.testing.utils, and with it pandas (0.4 s), on its first call to the
+    JVM with arguments (its numpy converter asks that module whether numpy is installed); the
+    thread has it imported by then, or the call waits for the rest of the import (measured: the
+    session and a first query 3.17 -> 2.91 s, medians of five runs alternating)."""
+    if module in sys.modules:
+        return
+
+    def load() -> None:
+        try:
+            importlib.import_module(module)
+        except Exception as error:  # noqa: BLE001 - pyspark's own import, later, reports it
+            log.debug("spark: importing %s ahead failed (%s)", module, error)
+
+    threading.Thread(target=load, name=f"import-{module}", daemon=True).start()
 
 
 def _attempts(tuning: jvm.Options) -> Iterator[jvm.Options]:

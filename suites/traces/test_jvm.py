@@ -226,6 +226,29 @@ def test_a_java_home_chosen_by_the_user_wins_and_a_wrong_one_is_named(jdks, monk
         jvm.java_home()
 
 
+def test_the_wait_at_exit_is_dropped_only_on_a_java_that_knows_the_option(jdks):
+    for version, exit_tuned in (("17", False), ("21", False), ("25", True), ("26", True)):
+        options = jvm.tuning_for(str(jdks[version] / "bin" / "java"))
+        assert options[:len(jvm.TUNING)] == jvm.TUNING
+        assert (set(jvm.EXIT_TUNING) <= set(options)) is exit_tuned, version
+
+
+def _installed_javas() -> list[Path]:
+    found = {Path(os.path.realpath(java)) for java in [shutil.which("java")] if java}
+    found |= {Path(os.path.realpath(home / "bin" / "java")) for folder in jvm.JVM_DIRS if folder.is_dir()
+              for home in folder.iterdir() if (home / "bin" / "java").exists() and jvm.java_major(home)}
+    return sorted(found)
+
+
+@pytest.mark.parametrize("java", _installed_javas(), ids=str)
+def test_every_installed_java_starts_with_the_tuning_it_gets(java):
+    """A JVM refuses an option it does not know, and the session then starts again without any
+    tuning: each Java here gets only options it takes."""
+    done = subprocess.run([str(java), *jvm.tuning_for(str(java)), "-version"], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+
+
 def test_only_a_java_picked_here_gives_way_to_the_one_on_path(jdks, monkeypatch):
     """A Java the user names is the user's choice: if it does not start, the session fails."""
     monkeypatch.setattr(jvm, "spark_java", lambda: (17, 21, 25))
@@ -324,3 +347,23 @@ def test_the_javas_to_pick_from_follow_the_installed_spark(monkeypatch, version,
 
     monkeypatch.setattr(pyspark, "__version__", version)
     assert jvm.spark_java() == javas
+
+
+def test_a_module_imported_ahead_is_there_once_imported_and_a_failed_one_costs_nothing(tmp_path, monkeypatch):
+    """The session imports what pyspark imports on its first call to the JVM while the JVM starts
+    (traces.session._import_in_background); an import that fails there is left to pyspark."""
+    import threading
+
+    from traces.session import _import_in_background
+
+    (tmp_path / "ahead_ok.py").write_text("import time\ntime.sleep(0.2)\nLOADED = True\n")
+    (tmp_path / "ahead_broken.py").write_text("raise ImportError('not here')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in ("ahead_ok", "ahead_broken"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+        _import_in_background(name)
+    for thread in threading.enumerate():
+        if thread.name.startswith("import-ahead_"):
+            thread.join(timeout=10)
+    assert sys.modules["ahead_ok"].LOADED
+    assert "ahead_broken" not in sys.modules

@@ -104,6 +104,23 @@ def test_signatures_group_divergences_with_the_shortest_program(spark, injected)
     assert len(injected["summary"]["signatures"]) == 5
 
 
+@pytest.mark.parametrize("broadcast", [True, False], ids=["keys broadcast", "keys shuffled"])
+def test_too_many_differing_programs_to_list_are_joined_with_the_same_result(spark, injected, monkeypatch, tmp_path,
+                                                                            broadcast):
+    """Past KEY_LIST_PROGRAMS differing programs the scans cannot name them: their events are found
+    by a semi join on the differing programs instead (their keys broadcast up to
+    BROADCAST_PROGRAMS), with the same divergences, counts and signatures."""
+    monkeypatch.setattr(diff, "KEY_LIST_PROGRAMS", 2)
+    monkeypatch.setattr(diff, "BROADCAST_PROGRAMS", 1_000 if broadcast else 2)
+    summary = diff.run(spark, injected["expected"], injected["observed"], tmp_path / "out")
+    found = spark.read.parquet(str(tmp_path / "out" / "divergences"))
+    got = {r.program_id: (r.step, r.op, r.expected_class, r.observed_class, r.fields) for r in found.collect()}
+    assert got == injected["truth"]
+    listed = injected["summary"]
+    assert (summary["programs"], summary["per_spec"], summary["signatures"]) == \
+        (listed["programs"], listed["per_spec"], listed["signatures"])
+
+
 def test_report_is_one_self_contained_page(injected):
     page = (injected["base"] / "out" / "report.html").read_text()
     assert page.count("<svg") == 3

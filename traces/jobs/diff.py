@@ -13,8 +13,9 @@ they are named in per-spec scans' filters, so Parquet skips every page that cann
 (the corpus files are sorted by program); they are aligned step by step. Programs present
 on one side only are counted, not aligned; the counts per spec and the check of the aligned
 events run beside the alignment and the write (two cores: Spark runs the jobs side by side,
-measured 9.6 -> 9.2 s for the 10M-event diff, medians of four alternating). The small results (signatures, representatives) are
-collected and written from the driver; the divergences, which can be many, by Spark.
+measured 9.1 -> 8.65 s for the 10M-event diff, medians of six alternating). The small results
+(signatures, representatives) are collected and written from the driver; the divergences, which
+can be many, by Spark.
 """
 
 from __future__ import annotations

@@ -127,6 +127,12 @@ def _named_java_home() -> Path | None:
     return None
 
 
+def installed_javas() -> list[tuple[int, Path]]:
+    """(major version, home) of every Java installed in JVM_DIRS, in name order."""
+    return [(major, home) for folder in JVM_DIRS if folder.is_dir() for home in sorted(folder.iterdir())
+            if (home / "bin" / "java").exists() and (major := java_major(home)) is not None]
+
+
 def _picked_java_home() -> Path | None:
     """The newest Java Spark runs on beside the `java` on PATH, if newer than that one."""
     on_path = shutil.which("java")
@@ -134,9 +140,7 @@ def _picked_java_home() -> Path | None:
     if on_path and current is None:
         return None  # a wrapper or shim whose version is unknown: left as found
     supported = spark_java()
-    installed = [(major, home) for folder in JVM_DIRS if folder.is_dir() for home in sorted(folder.iterdir())
-                 if (home / "bin" / "java").exists()
-                 and (major := java_major(home)) in supported]
+    installed = [(major, home) for major, home in installed_javas() if major in supported]
     if not installed:
         return None
     major, home = max(installed, key=lambda found: found[0])

@@ -235,8 +235,7 @@ def test_the_wait_at_exit_is_dropped_only_on_a_java_that_knows_the_option(jdks):
 
 def _installed_javas() -> list[Path]:
     found = {Path(os.path.realpath(java)) for java in [shutil.which("java")] if java}
-    found |= {Path(os.path.realpath(home / "bin" / "java")) for folder in jvm.JVM_DIRS if folder.is_dir()
-              for home in folder.iterdir() if (home / "bin" / "java").exists() and jvm.java_major(home)}
+    found |= {Path(os.path.realpath(home / "bin" / "java")) for _, home in jvm.installed_javas()}
     return sorted(found)
 
 

@@ -107,6 +107,7 @@ def run(spark: SparkSession, expected: str | Path, observed: str | Path, out: st
                         side.path)
     with c.staged_output(target, overwrite=overwrite, inputs=(a.path, b.path)) as staging, \
             ThreadPoolExecutor(max_workers=2, thread_name_prefix="diff") as pool:
+        in_thread = inheritable_thread_target(spark)  # a job from a pool thread runs as one from this thread
         with progress(spark, "diff: programs"):
             # Only the programs that are not the same are kept, materialized once (a local
             # checkpoint, not a cache: the SQL transforms refer to their inputs through views,
@@ -114,15 +115,18 @@ def run(spark: SparkSession, expected: str | Path, observed: str | Path, out: st
             unequal = t.pair_programs(a.program_table(), b.program_table()).where("status <> 'same'").localCheckpoint()
             # Aligning the differing programs needs their keys, not the counts per spec: Spark
             # counts while they are aligned, each job on its own thread of the driver.
-            counting = pool.submit(inheritable_thread_target(spark)(_per_spec), unequal, a.program_table())
+            counting = pool.submit(in_thread(_per_spec), unequal, a.program_table())
             keys = _listed_keys(unequal)
+
+        def differs() -> int:  # waits for the counts: only when the differing programs are too many to list
+            return _totals(counting.result())["differs"]
+
         with progress(spark, "diff: first divergences"):
-            aligned = _aligned_divergent(a, b, unequal, keys, lambda: _totals(counting.result())["differs"])
-            aligned = aligned.localCheckpoint()
+            aligned = _aligned_divergent(a, b, unequal, keys, differs).localCheckpoint()
             # The vocabulary check runs beside the divergences' write (a program that differs in
             # nothing compared has no divergence and no check).
-            checking = pool.submit(inheritable_thread_target(spark)(_problems), aligned) if keys != [] else None
-            files = 1 if keys is not None else _totals(counting.result())["differs"] // 2_000_000 + 1
+            checking = pool.submit(in_thread(_problems), aligned) if keys != [] else None
+            files = 1 if keys is not None else differs() // 2_000_000 + 1
             divergences = t.first_divergences(aligned)
             divergences.coalesce(files).write.parquet(str(staging / "divergences"))
         per_spec = counting.result()

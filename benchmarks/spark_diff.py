@@ -1,7 +1,7 @@
 """Trace diff in Spark against the DuckDB floor, on the same Parquet, and generation speed.
 
     python -m benchmarks.spark_diff [--sizes 1M,10M,50M] [--runs 1] [--work DIR] [--generate-events 200000]
-                                    [--java HOME,HOME]
+                                    [--java HOME,HOME] [--variants tuned,no-archive,no-jvm-flags]
 
 For each size, two corpora in the project's schema are built once (kept in --work and reused):
 real model programs (run_random_program over the 4 subscription types) tiled with fresh program
@@ -13,7 +13,10 @@ Peak memory is the summed RSS of the whole process tree (the JVM included), and 
 summed user + system time of that tree, both sampled every 50 ms (CPU time says what the wall
 time would be on idle cores when the machine is shared).
 With --java, the Spark diff runs on each of the given Java homes, the runs of every engine
-alternating. Both results are checked against the number of programs made divergent. Generation runs
+alternating. With --variants, each Java runs the diff with the jobs' JVM tuning (traces.jvm) as it
+is (`tuned`), without the class-data archive (`no-archive`: TRACES_CDS=0) and without the C1-only
+and serial-collector flags (`no-jvm-flags`: C2 and G1 given back), side by side, so the benchmarks
+page shows whether each piece of tuning still pays for itself. Both results are checked against the number of programs made divergent. Generation runs
 `python -m traces generate` and reports events per minute, with a profile of the model.
 """
 
@@ -281,6 +284,21 @@ def _load() -> str:
     return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
+# What each --variants name changes in the jobs' environment (traces.jvm reads these).
+VARIANTS: dict[str, dict[str, str]] = {
+    "tuned": {},
+    "no-archive": {"TRACES_CDS": "0"},
+    "no-jvm-flags": {"TRACES_JAVA_OPTIONS": "-XX:TieredStopAtLevel=4 -XX:-UseSerialGC -XX:+UseG1GC"},
+}
+
+
+def _variant_env(name: str) -> dict[str, str]:
+    try:
+        return VARIANTS[name]
+    except KeyError:
+        raise SystemExit(f"error: --variants {name}: not one of {', '.join(VARIANTS)}") from None
+
+
 def _spark_engines(java: str) -> list[tuple[str, str]]:
     """("spark (Java N[, home])", TRACES_JAVA_HOME or "" for the jobs' own choice) per Java to compare."""
     from traces import jvm
@@ -308,13 +326,17 @@ def main() -> None:
     parser.add_argument("--generate-events", type=_size, default=200_000, help="0 skips the generation figure")
     parser.add_argument("--java", default="", help="Java homes to run the Spark diff on, side by side "
                                                    "(comma-separated; default: the one the jobs pick)")
+    parser.add_argument("--variants", default="tuned", help="the jobs' JVM tuning to compare, side by side "
+                                                           f"(comma-separated, of: {', '.join(VARIANTS)})")
     parser.add_argument("--duckdb-diff", nargs=3, metavar=("EXPECTED", "OBSERVED", "OUT"), help=argparse.SUPPRESS)
     parser.add_argument("--build-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.duckdb_diff:
         duckdb_diff(*args.duckdb_diff)
         return
-    engines = _spark_engines(args.java) + [("duckdb", None)]
+    variants = [(name, _variant_env(name)) for name in dict.fromkeys(args.variants.split(","))]
+    engines = [(name if len(variants) == 1 else f"{name} {variant}", java_home, env)
+               for name, java_home in _spark_engines(args.java) for variant, env in variants] + [("duckdb", None, {})]
     work = Path(args.work).absolute()
     work.mkdir(parents=True, exist_ok=True)
     template = work / "template.parquet"
@@ -343,9 +365,9 @@ def main() -> None:
     rows = []
     for size, (expected, observed, truth) in corpora.items():
         events = sum(json.loads((p / "corpus.json").read_text())["events"] for p in (expected, observed))
-        runs: dict[str, list] = {name: [] for name, _ in engines}
+        runs: dict[str, list] = {name: [] for name, _, _ in engines}
         for _ in range(args.runs):  # the engines alternate, so that a machine slowing down weighs on all
-            for name, java_home in engines:
+            for name, java_home, variant_env in engines:
                 out = work / f"diff-{name.split()[0]}-{size}"
                 shutil.rmtree(out, ignore_errors=True)
                 if java_home is None:
@@ -353,7 +375,7 @@ def main() -> None:
                                     str(out)], None
                 else:
                     command = [PYTHON, "-m", "traces", "diff", str(expected), str(observed), "--out", str(out), "-q"]
-                    env = {**os.environ, "TRACES_JAVA_HOME": java_home} if java_home else None
+                    env = {**os.environ, **variant_env, **({"TRACES_JAVA_HOME": java_home} if java_home else {})}
                 wall, peak, cpu, done = measured(command, cwd=ROOT, env=env)
                 if done.returncode:
                     raise RuntimeError(f"{name} diff failed:\n{done.stderr}")
@@ -362,7 +384,7 @@ def main() -> None:
                 runs[name].append((wall, peak, found, cpu))
         figures = {name: sorted(measured_runs)[len(measured_runs) // 2] for name, measured_runs in runs.items()}
         rows.append((size, events, truth, figures, os.getloadavg()[0]))
-        print(f"{size:,}: " + ", ".join(f"{name} {figures[name][0]:.1f} s" for name, _ in engines) + f" ({_load()})",
+        print(f"{size:,}: " + ", ".join(f"{name} {figures[name][0]:.1f} s" for name, _, _ in engines) + f" ({_load()})",
               file=sys.stderr, flush=True)
     print(f"\nTrace diff, 2 cores, local[*], wall time including process and session start ({_load()} at the end)\n")
     print("| events per corpus | divergent programs (truth / found) | engine | wall s | CPU s | events/s "
@@ -370,7 +392,7 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|---|")
     for size, events, truth, figures, load in rows:
         floor = figures["duckdb"][0]
-        for name, java_home in engines:
+        for name, java_home, _ in engines:
             wall, peak, found, cpu = figures[name]
             print(f"| {size:,} | {truth} / {found} | {name} | {wall:.1f} | {cpu:.1f} | {events / wall / 1e6:.2f} M | "
                   f"{peak / 2**30:.2f} GiB | {'' if java_home is None else f'{wall / floor:.1f}x'} | {load:.1f} |")

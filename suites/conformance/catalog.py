@@ -1,15 +1,24 @@
-"""The conformance suite's checks: per guarantee, the ops a program may use and the specs it runs on.
+"""The conformance suite's checks: per guarantee area, the ops a program may use, the specs it runs
+on, and the guarantees (model/guarantees.py) it can break.
 
 Each `Check` becomes one test per spec (suites/conformance/test_*.py), and the suite's own quality
 run (suites/quality) runs the same list against every faulty target. A focused vocabulary finds a
 fault in fewer examples than all ops at once, so every area lists only the ops it is about plus
 what it needs to get there (send, subscribe, receive; `drain` is always there).
+
+Every program runs in lock-step with the whole model, so a check can break any guarantee its ops
+and specs can reach: `EVERY_PROGRAM` (what send, subscribe, receive, a redelivery and the final
+drain can show), plus what the area's ops and specs add (a cursor read for `cursor`, an Exclusive
+spec for `exclusive`, a dead-letter policy for `dead-letter`, ...). The report's guarantee view
+and GUARANTEES.md read these declarations; suites/reports/test_catalog_guarantees.py keeps them
+equal to what the ops and specs can reach.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from model.guarantees import Guarantee
 from model.spec import InitialPosition, Spec, SubscriptionType
 
 SHARED = Spec(subscription_type=SubscriptionType.SHARED, nack_delay_ms=100)
@@ -21,6 +30,13 @@ FAILOVER = SHARED.with_(subscription_type=SubscriptionType.FAILOVER, failover_de
 KEY_SHARED = SHARED.with_(subscription_type=SubscriptionType.KEY_SHARED)
 ALL_TYPES = {"Exclusive": EXCLUSIVE, "Failover": FAILOVER, "Shared": SHARED, "Key_Shared": KEY_SHARED}
 BASE = ("send", "subscribe", "receive")
+G = Guarantee
+# Any program can show these: a message never published, a first delivery out of order, a held
+# message given again without a cause, a wrong redelivery count (a close hands messages back), a
+# refused subscribe, and at the final drain a message that never came.
+EVERY_PROGRAM = frozenset({G.NO_PHANTOM, G.ORDER, G.NO_DUPLICATE_WITHOUT_CAUSE, G.REDELIVERY_COUNT, G.SUBSCRIBE,
+                           G.NO_LOSS})
+ACKS = frozenset({G.ACK, G.NO_REDELIVERY_AFTER_ACK})  # an acknowledge op: it may fail, or the message come back
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -28,40 +44,57 @@ class Check:
     area: str
     kinds: tuple[str, ...]
     specs: dict[str, Spec]
+    guarantees: frozenset[Guarantee]  # what a program of these kinds on these specs can break
     slow: bool = False
 
 
 CHECKS = (
     Check(area="individual_ack", kinds=BASE + ("acknowledge", "read_cursor", "close"),
-          specs={**ALL_TYPES, "Shared-latest": SHARED.with_(initial_position=InitialPosition.LATEST)}),
+          specs={**ALL_TYPES, "Shared-latest": SHARED.with_(initial_position=InitialPosition.LATEST)},
+          guarantees=EVERY_PROGRAM | ACKS | {G.CURSOR, G.EXCLUSIVE, G.KEY_SHARED_STICKINESS}),
     Check(area="cumulative_ack", kinds=BASE + ("acknowledge_cumulative", "close", "read_cursor"),
-          specs=ALL_TYPES),
+          specs=ALL_TYPES,
+          guarantees=EVERY_PROGRAM | ACKS | {G.CURSOR, G.EXCLUSIVE, G.KEY_SHARED_STICKINESS,
+                                             G.CUMULATIVE_REFUSED_ON_SHARED}),
     Check(area="exclusive_and_failover", kinds=BASE + ("close", "acknowledge"),
-          specs={"Exclusive": EXCLUSIVE, "Failover": FAILOVER}),
-    Check(area="negative_ack", kinds=BASE + ("negative_acknowledge", "acknowledge", "tick"), specs=ALL_TYPES),
+          specs={"Exclusive": EXCLUSIVE, "Failover": FAILOVER},
+          guarantees=EVERY_PROGRAM | ACKS | {G.EXCLUSIVE}),
+    Check(area="negative_ack", kinds=BASE + ("negative_acknowledge", "acknowledge", "tick"), specs=ALL_TYPES,
+          guarantees=EVERY_PROGRAM | ACKS | {G.EXCLUSIVE, G.KEY_SHARED_STICKINESS}),
+    # No acknowledge op: a message goes to the dead-letter topic acknowledged, so it must not come back.
     Check(area="redelivery_count_and_dead_letter",
           kinds=BASE + ("negative_acknowledge", "redeliver_unacknowledged_messages", "close", "tick"),
           specs={"Shared": SHARED, "Shared-dlq1": SHARED.with_(max_redeliver_count=1),
-                 "Key_Shared-dlq2": KEY_SHARED.with_(max_redeliver_count=2), "Exclusive": EXCLUSIVE}),
-    Check(area="key_shared", kinds=BASE + ("acknowledge", "close"), specs={"Key_Shared": KEY_SHARED}),
-    Check(area="consumer_close", kinds=BASE + ("acknowledge", "close", "read_cursor"), specs=ALL_TYPES),
+                 "Key_Shared-dlq2": KEY_SHARED.with_(max_redeliver_count=2), "Exclusive": EXCLUSIVE},
+          guarantees=EVERY_PROGRAM | {G.DEAD_LETTER, G.NO_REDELIVERY_AFTER_ACK, G.EXCLUSIVE,
+                                      G.KEY_SHARED_STICKINESS}),
+    Check(area="key_shared", kinds=BASE + ("acknowledge", "close"), specs={"Key_Shared": KEY_SHARED},
+          guarantees=EVERY_PROGRAM | ACKS | {G.KEY_SHARED_STICKINESS}),
+    Check(area="consumer_close", kinds=BASE + ("acknowledge", "close", "read_cursor"), specs=ALL_TYPES,
+          guarantees=EVERY_PROGRAM | ACKS | {G.CURSOR, G.EXCLUSIVE, G.KEY_SHARED_STICKINESS}),
     Check(area="batches", kinds=BASE + ("acknowledge", "negative_acknowledge", "close", "read_cursor"),
           specs={"Shared": SHARED, "Shared-batch-index-ack": SHARED.with_(client_batch_index_ack=True),
-                 "Exclusive-batch-index-ack": EXCLUSIVE.with_(client_batch_index_ack=True)}),
+                 "Exclusive-batch-index-ack": EXCLUSIVE.with_(client_batch_index_ack=True)},
+          guarantees=EVERY_PROGRAM | ACKS | {G.CURSOR, G.EXCLUSIVE}),
     Check(area="seek", kinds=BASE + ("acknowledge", "seek"),
           specs={"Exclusive": EXCLUSIVE, "Shared": SHARED,
-                 "Shared-batch-index-ack": SHARED.with_(client_batch_index_ack=True)}),
+                 "Shared-batch-index-ack": SHARED.with_(client_batch_index_ack=True)},
+          guarantees=EVERY_PROGRAM | ACKS | {G.EXCLUSIVE}),
     Check(area="receiver_queue", kinds=BASE + ("acknowledge", "close", "drain_others"),
           specs={"Shared-queue-1": SHARED.with_(receiver_queue_size=1), "Shared-queue-3": SHARED.with_(receiver_queue_size=3),
-                 "Shared-zero-queue": SHARED.with_(receiver_queue_size=0)}),
+                 "Shared-zero-queue": SHARED.with_(receiver_queue_size=0)},
+          guarantees=EVERY_PROGRAM | ACKS | {G.RECEIVER_QUEUE}),
     # Restart and crash are checked by suites/broker/test_persistence.py: inside generated programs
     # they would restart the session's shared broker once per example.
     Check(area="persistence", kinds=BASE + ("acknowledge", "acknowledge_cumulative", "read_cursor", "unload"),
-          specs={"Exclusive": EXCLUSIVE, "Shared": SHARED}),
+          specs={"Exclusive": EXCLUSIVE, "Shared": SHARED},
+          guarantees=EVERY_PROGRAM | ACKS | {G.CURSOR, G.EXCLUSIVE, G.CUMULATIVE_REFUSED_ON_SHARED}),
     Check(area="zero_queue", kinds=BASE + ("acknowledge", "negative_acknowledge", "close"),
-          specs={"Shared": SHARED.with_(receiver_queue_size=0), "Exclusive": EXCLUSIVE.with_(receiver_queue_size=0)}),
+          specs={"Shared": SHARED.with_(receiver_queue_size=0), "Exclusive": EXCLUSIVE.with_(receiver_queue_size=0)},
+          guarantees=EVERY_PROGRAM | ACKS | {G.EXCLUSIVE}),
     Check(area="ack_timeout", kinds=BASE + ("acknowledge", "tick"), slow=True,
-          specs={"Shared": SHARED.with_(ack_timeout_ms=10_000), "Exclusive": EXCLUSIVE.with_(ack_timeout_ms=10_000)}),
+          specs={"Shared": SHARED.with_(ack_timeout_ms=10_000), "Exclusive": EXCLUSIVE.with_(ack_timeout_ms=10_000)},
+          guarantees=EVERY_PROGRAM | ACKS | {G.EXCLUSIVE}),
 )
 
 

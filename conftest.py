@@ -14,6 +14,8 @@ MARKERS = {
     "spark": "starts a local Spark session",
     "restarts_broker": "restarts or crashes the session's broker: runs after every other test (after a kill -9 "
                        "the standalone's bookie registration can go stale and fail later tests' ledgers)",
+    "guarantee": "guarantee(value, ...): the guarantees (model/guarantees.py values) a broker or fidelity test shows; "
+                 "GUARANTEES.md lists the tests under each (reports/guarantees.py reads the marker)",
 }
 
 

@@ -25,6 +25,7 @@ def _publish(client, topic, count):
     return positions
 
 
+@pytest.mark.guarantee("cursor")
 def test_cumulative_ack_on_exclusive_moves_mark_delete_over_all_earlier_messages(pulsar_broker, pulsar_client, names):
     topic = names.topic()
     consumer = pulsar_client.subscribe(topic, SUBSCRIPTION, consumer_type=pulsar.ConsumerType.Exclusive)
@@ -45,6 +46,7 @@ def test_cumulative_ack_on_exclusive_moves_mark_delete_over_all_earlier_messages
 
 @pytest.mark.parametrize("consumer_type", [pulsar.ConsumerType.Shared, pulsar.ConsumerType.KeyShared],
                          ids=["Shared", "Key_Shared"])
+@pytest.mark.guarantee("cumulative-refused-on-shared")
 def test_cumulative_ack_is_refused_on_shared_subscriptions(pulsar_broker, pulsar_client, names, consumer_type):
     topic = names.topic()
     consumer = pulsar_client.subscribe(topic, SUBSCRIPTION, consumer_type=consumer_type)

@@ -35,6 +35,7 @@ public class ReadDefault {
 
 
 @pytest.mark.parametrize("version", sorted(BROKER_BATCH_INDEX_ACK_DEFAULT))
+@pytest.mark.guarantee("no-redelivery-after-ack")
 def test_the_broker_turns_batch_index_acks_on_by_default_from_4_2(version, pulsar_broker, tmp_path):
     lib = distribution_dir(version) / "lib"
     if not lib.is_dir():
@@ -46,10 +47,12 @@ def test_the_broker_turns_batch_index_acks_on_by_default_from_4_2(version, pulsa
     assert done.stdout.strip() == str(BROKER_BATCH_INDEX_ACK_DEFAULT[version]).lower()
 
 
+@pytest.mark.guarantee("no-redelivery-after-ack")
 def test_the_python_client_leaves_batch_index_acks_off_by_default():
     assert inspect.signature(pulsar.Client.subscribe).parameters["batch_index_ack_enabled"].default is False
 
 
+@pytest.mark.guarantee("subscribe")
 def test_a_zero_queue_consumer_cannot_subscribe_to_a_partitioned_topic(pulsar_broker, pulsar_client, names):
     topic = names.topic()
     pulsar_broker.admin.create_partitioned_topic(topic, 2)

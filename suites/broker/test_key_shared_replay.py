@@ -37,6 +37,7 @@ def _program():
     return spec_of(events[0].spec), [op_of(e) for e in events[:last + 1]]
 
 
+@pytest.mark.guarantee("no-loss")
 def test_the_last_key_shared_consumer_gets_the_replayed_messages(pulsar_target, pulsar_broker, names):
     spec, ops = _program()
     admin = pulsar_target.admin

@@ -51,6 +51,7 @@ def _redelivered(client, topic):
         consumer.close()
 
 
+@pytest.mark.guarantee("no-redelivery-after-ack")
 def test_acks_survive_a_topic_unload(pulsar_broker, pulsar_client, names):
     topic = names.topic()
     positions, acked, before = _ack_and_confirm(pulsar_broker, pulsar_client, topic)
@@ -62,6 +63,7 @@ def test_acks_survive_a_topic_unload(pulsar_broker, pulsar_client, names):
 
 
 @pytest.mark.restarts_broker
+@pytest.mark.guarantee("no-redelivery-after-ack")
 def test_acks_survive_a_graceful_restart(pulsar_broker, pulsar_client, names):
     broker = pulsar_broker.require_control()
     topic = names.topic()
@@ -74,6 +76,7 @@ def test_acks_survive_a_graceful_restart(pulsar_broker, pulsar_client, names):
 
 
 @pytest.mark.restarts_broker
+@pytest.mark.guarantee("cursor", "no-loss")
 def test_a_crash_brings_the_cursor_back_to_an_earlier_state_and_redelivers_what_it_lost(
         pulsar_broker, pulsar_client, names):
     broker = pulsar_broker.require_control()

@@ -18,6 +18,7 @@ pytestmark = pytest.mark.broker
 SUBSCRIPTION = "seed"
 
 
+@pytest.mark.guarantee("no-redelivery-after-ack", "cursor")
 def test_individual_ack_leaves_a_hole_that_is_never_redelivered(pulsar_broker, pulsar_client, names):
     topic = names.topic()
     consumers = [

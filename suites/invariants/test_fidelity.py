@@ -91,6 +91,7 @@ def deterministic_steps(draw):
 
 @FAST
 @given(deterministic_steps())
+@pytest.mark.guarantee("cursor")
 def test_every_encoded_op_gives_the_python_models_cursor(case):
     entries, batch_sizes, cursor, op, entry, index = case
     expected = python_step(op, cursor, entry, index, batch_sizes)
@@ -134,6 +135,7 @@ def crashes(draw):
 
 @settings(max_examples=15, deadline=None)
 @given(crashes())
+@pytest.mark.guarantee("cursor")
 def test_a_crash_may_leave_exactly_the_cursors_between_the_floor_and_now(case):
     entries, batch_sizes, before, floor = case
     got = sc.successors(Op.CRASH, before, entries=entries, batch_sizes=batch_sizes, floor=floor, limit=512)
@@ -142,6 +144,7 @@ def test_a_crash_may_leave_exactly_the_cursors_between_the_floor_and_now(case):
     assert modelled in got, "the Python model keeps the cursor (every ack in doubt) after a crash"
 
 
+@pytest.mark.guarantee("cursor")
 def test_an_op_outside_its_precondition_has_no_successor():
     assert sc.successors(Op.ACKNOWLEDGE, cur.Cursor(), entries=3, entry=3) == ()
     assert sc.successors(Op.ACKNOWLEDGE_BATCH_INDEX, cur.Cursor(), entries=3, batch_sizes={1: 2}, entry=1, index=2) == ()
@@ -204,6 +207,7 @@ def counter_steps(draw):
 
 @settings(max_examples=60, deadline=None)
 @given(counter_steps())
+@pytest.mark.guarantee("redelivery-count")
 def test_the_encoded_redelivery_counter_follows_the_step_functions(case):
     spec, op, (lo, hi), delivered = case
     expected = stepped_counter(op, spec, (lo, hi), delivered)
@@ -214,6 +218,7 @@ def test_the_encoded_redelivery_counter_follows_the_step_functions(case):
     assert got == (() if expected is None else (expected,))
 
 
+@pytest.mark.guarantee("cursor")
 def test_the_fidelity_check_can_fail():
     def reset_keeping_holes(topic, before, args, after):
         return z3.And(after.mark_delete == args.entry - 1, after.read_position == args.entry,

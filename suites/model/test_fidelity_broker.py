@@ -30,6 +30,7 @@ def _publish(run, count):
         run.do(o.Send())
 
 
+@pytest.mark.guarantee("redelivery-count")
 def test_shared_nack_comes_back_after_the_delay_with_redelivery_count_one(pulsar_target, names):
     run = _program(pulsar_target, names, SHARED)
     _publish(run, 1)
@@ -39,6 +40,7 @@ def test_shared_nack_comes_back_after_the_delay_with_redelivery_count_one(pulsar
     assert [(d.message, d.redelivery_count) for d in run.drain("a")] == [(m(0), 1)]
 
 
+@pytest.mark.guarantee("redelivery-count")
 def test_closing_a_shared_consumer_moves_its_held_messages_to_the_others_uncounted(pulsar_target, names):
     """Observed on 4.0.7: the redelivery count does not grow when a consumer's close hands its
     messages to another consumer (the research notes expected +1, after apache/pulsar#5895)."""
@@ -52,6 +54,7 @@ def test_closing_a_shared_consumer_moves_its_held_messages_to_the_others_uncount
     assert (held.message, 0) in got
 
 
+@pytest.mark.guarantee("redelivery-count")
 def test_when_the_last_consumer_leaves_the_redelivery_count_starts_again_at_zero(pulsar_target, names):
     run = _program(pulsar_target, names, SHARED)
     _publish(run, 1)
@@ -64,6 +67,7 @@ def test_when_the_last_consumer_leaves_the_redelivery_count_starts_again_at_zero
     assert [(d.message, d.redelivery_count) for d in run.drain("b")] == [(m(0), 0)]
 
 
+@pytest.mark.guarantee("no-duplicate-without-cause")
 def test_exclusive_redeliver_unacknowledged_rewinds_to_the_first_unacked_message(pulsar_target, names):
     run = _program(pulsar_target, names, EXCLUSIVE)
     _publish(run, 4)
@@ -77,6 +81,7 @@ def test_exclusive_redeliver_unacknowledged_rewinds_to_the_first_unacked_message
 
 @pytest.mark.parametrize("client_batch_index_ack, expected", [(False, [m(0, 0), m(0, 1), m(0, 2)]), (True, [m(0, 2)])],
                          ids=["without-batch-index-ack", "with-batch-index-ack"])
+@pytest.mark.guarantee("no-redelivery-after-ack")
 def test_a_partly_acked_batch_comes_back_whole_unless_batch_index_ack_is_on(
         pulsar_target, names, client_batch_index_ack, expected):
     run = _program(pulsar_target, names, SHARED.with_(client_batch_index_ack=client_batch_index_ack))
@@ -90,6 +95,7 @@ def test_a_partly_acked_batch_comes_back_whole_unless_batch_index_ack_is_on(
     assert [d.message for d in run.drain("b")] == expected
 
 
+@pytest.mark.guarantee("dead-letter")
 def test_dead_letter_policy_lets_the_application_see_max_plus_one_deliveries(pulsar_target, pulsar_client, names):
     run = _program(pulsar_target, names, SHARED.with_(max_redeliver_count=1))
     dead_letters = pulsar_client.subscribe(f"{pulsar_target.topic}-conformance-DLQ", "dlq",
@@ -104,6 +110,7 @@ def test_dead_letter_policy_lets_the_application_see_max_plus_one_deliveries(pul
     assert dead_letters.receive(5000).data() == b"0"
 
 
+@pytest.mark.guarantee("key-shared-stickiness")
 def test_key_shared_keeps_each_key_on_one_consumer(pulsar_target, names):
     run = _program(pulsar_target, names, SHARED.with_(subscription_type=SubscriptionType.KEY_SHARED))
     run.do(o.Subscribe(consumer="a"))
@@ -119,6 +126,7 @@ def test_key_shared_keeps_each_key_on_one_consumer(pulsar_target, names):
     assert all(len(consumers) == 1 for consumers in owners.values())
 
 
+@pytest.mark.guarantee("no-redelivery-after-ack", "no-loss")
 def test_an_unload_keeps_acks_and_the_reconnected_consumer_gets_the_unacked_again(pulsar_target, names):
     run = _program(pulsar_target, names, SHARED)
     _publish(run, 3)
@@ -132,6 +140,7 @@ def test_an_unload_keeps_acks_and_the_reconnected_consumer_gets_the_unacked_agai
     assert m(1) not in again
 
 
+@pytest.mark.guarantee("ack")
 def test_a_failover_standby_may_acknowledge_cumulatively_for_the_subscription(pulsar_target, names):
     """Open question D1: acks belong to the subscription, not to a consumer. Observed on 4.0.7: a
     cumulative ack sent by the standby of a Failover subscription moves markDeletePosition."""
@@ -152,6 +161,7 @@ def test_a_failover_standby_may_acknowledge_cumulatively_for_the_subscription(pu
     assert cursor.mark_delete == 2
 
 
+@pytest.mark.guarantee("no-duplicate-without-cause")
 def test_a_nack_comes_back_between_the_delay_and_a_third_of_it_later(pulsar_target, names):
     """Open question D5: C++ NegativeAcksTracker ticks every delay/3. Observed on 4.0.7 / C++ 4.2.0
     with a 300 ms delay: the message is back after 300-400 ms."""
@@ -167,6 +177,7 @@ def test_a_nack_comes_back_between_the_delay_and_a_third_of_it_later(pulsar_targ
 
 @pytest.mark.parametrize("spec", [EXCLUSIVE, SHARED], ids=["Exclusive", "Shared"])
 @pytest.mark.parametrize("batched", [False, True], ids=["single", "batch"])
+@pytest.mark.guarantee("cursor", "no-loss")
 def test_seek_skips_the_target_for_the_seeking_consumer_and_keeps_it_for_the_next(pulsar_target, names, spec, batched):
     """Observed on 4.0.7 with the Python client: seek(m) resets the cursor to m's entry, but the
     seeking consumer receives only what follows m (its client drops m as before its start message
@@ -188,6 +199,7 @@ def test_seek_skips_the_target_for_the_seeking_consumer_and_keeps_it_for_the_nex
 
 
 @pytest.mark.parametrize("spec", [EXCLUSIVE, SHARED], ids=["Exclusive", "Shared"])
+@pytest.mark.guarantee("cursor")
 def test_seek_to_a_batch_index_forgets_the_batch_index_acks_of_its_entry(pulsar_target, names, spec):
     """Observed on 4.0.7 with batch-index acks on (broker and client): m0.0 and m0.2 acked and
     flushed, then seek(m0.1): the broker keeps none of the entry's acked indexes; the seeking
@@ -208,6 +220,7 @@ def test_seek_to_a_batch_index_forgets_the_batch_index_acks_of_its_entry(pulsar_
 
 @pytest.mark.parametrize(("queue", "batched", "kept"), [(2, False, 2), (5, False, 5), (1, True, 3), (5, True, 6)],
                          ids=["queue-2", "queue-5", "queue-1-batches", "queue-5-batches"])
+@pytest.mark.guarantee("receiver-queue")
 def test_an_idle_shared_consumer_keeps_only_its_receiver_queue(pulsar_target, names, queue, batched, kept):
     """Observed on 4.0.7: with c0 idle and c1 draining, c0's receiver queue kept at most
     receiver_queue_size messages, or whole batch entries until the size was reached (one entry of
@@ -224,6 +237,7 @@ def test_an_idle_shared_consumer_keeps_only_its_receiver_queue(pulsar_target, na
     assert len(run.drain("c0", idle_ms=500)) == total - to_c1
 
 
+@pytest.mark.guarantee("receiver-queue")
 def test_a_consumer_given_redeliveries_may_take_more_than_one_batch_past_its_receiver_queue(pulsar_target, names):
     """Observed on 4.0.7: a close hands back entries of 3, 3, 1, 1 and 3 messages; a consumer
     with a receiver queue of 3 that subscribes takes the first two entries whole (6 messages)
@@ -244,6 +258,7 @@ def test_a_consumer_given_redeliveries_may_take_more_than_one_batch_past_its_rec
     assert len(run.drain("c0", idle_ms=500)) == 6
 
 
+@pytest.mark.guarantee("no-duplicate-without-cause")
 def test_each_exclusive_rewind_on_its_way_delivers_the_backlog_once_more(pulsar_target, names):
     """Observed on 4.0.7: on Exclusive a nack rewinds the whole subscription after the delay; two
     nacks before the first rewind landed deliver the unacknowledged backlog twice more (three
@@ -261,6 +276,7 @@ def test_each_exclusive_rewind_on_its_way_delivers_the_backlog_once_more(pulsar_
     assert got.count(m(1)) >= 2, got
 
 
+@pytest.mark.guarantee("cursor", "no-redelivery-after-ack")
 def test_a_subscription_at_latest_starts_after_the_last_published_entry(pulsar_target, names):
     """Observed on 4.0.7: the subscription is created by its first consumer; at Latest its
     markDeletePosition is the last entry published before, and a later consumer changes nothing."""
@@ -275,6 +291,7 @@ def test_a_subscription_at_latest_starts_after_the_last_published_entry(pulsar_t
     assert [d.message for d in run.drain("b")] == [m(2)]
 
 
+@pytest.mark.guarantee("no-duplicate-without-cause", "no-loss")
 def test_the_failover_active_consumer_is_not_the_first_to_subscribe_but_a_hash_of_the_names(pulsar_target, names):
     """Observed on 4.0.7 (non-partitioned topic): the active consumer is picked from the connected
     consumers' names by a hash ring, not by subscription order; a join may move what the active
@@ -292,6 +309,7 @@ def test_the_failover_active_consumer_is_not_the_first_to_subscribe_but_a_hash_o
     assert sum(m(1) in messages for messages in got.values()) == 1, got
 
 
+@pytest.mark.guarantee("receiver-queue")
 def test_a_zero_queue_consumer_is_sent_a_message_only_when_it_asks(pulsar_target, names):
     """receiver_queue_size=0 (ZeroQueueConsumerImpl): no prefetch; each receive sends one permit.
     With two Shared consumers, the first one's receive takes m0 only, so m1 is there for the
@@ -307,6 +325,7 @@ def test_a_zero_queue_consumer_is_sent_a_message_only_when_it_asks(pulsar_target
     assert run.drain("b") == []
 
 
+@pytest.mark.guarantee("no-loss")
 def test_the_project_broker_pauses_a_failover_switch_for_the_time_the_suite_assumes(pulsar_target, names):
     """activeConsumerFailoverDelayTimeMillis is 100 on the project's broker (Pulsar's default is
     1000): a new Failover subscription's consumer gets its first message within the 200 ms the
@@ -326,6 +345,7 @@ def test_the_project_broker_pauses_a_failover_switch_for_the_time_the_suite_assu
 
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", [SubscriptionType.EXCLUSIVE, SubscriptionType.FAILOVER])
+@pytest.mark.guarantee("no-duplicate-without-cause")
 def test_an_ack_timeout_on_exclusive_or_failover_brings_back_every_unacked_message(pulsar_target, names, kind):
     """Observed on 4.0.7 (found by ack_timeout[Exclusive]): when one message's ack timeout fires on
     an Exclusive or Failover subscription, the client asks for everything unacknowledged again

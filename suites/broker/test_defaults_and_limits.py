@@ -1,13 +1,13 @@
-"""Two open questions of the research notes (section D), answered on the real thing.
+"""Two defaults and a limit that decide what a spec must say, read from the real thing.
 
-D3, when batch-index acks became the default (PIP-391): the broker's
+When batch-index acks became the default (PIP-391): the broker's
 `acknowledgmentAtBatchIndexLevelEnabled` defaults to false up to 4.0.x and to true in 4.2.x (read
 from `ServiceConfiguration` of each provisioned release); the Python client's
 `batch_index_ack_enabled` defaults to false (3.13). Batch-index acks take effect only when both
 are on, so with default settings a 4.0 broker redelivers a partly acked batch whole, whatever the
 client says. The project's broker turns the broker side on; the specs say which client side.
 
-D4, zero-queue consumers on partitioned topics: the Python (C++) client refuses them at
+Zero-queue consumers on partitioned topics: the Python (C++) client refuses them at
 subscribe with `InvalidConfiguration` ("Can't use partitioned topic if the queue size is 0");
 on a non-partitioned topic `receiver_queue_size=0` works (suites/model/test_fidelity_broker.py).
 """

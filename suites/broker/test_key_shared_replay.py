@@ -1,5 +1,5 @@
-"""A broker bug the nightly profile found on Pulsar 4.0.7: a Key_Shared subscription can stop
-dispatching its replay queue to the one consumer left.
+"""A broker bug of Pulsar 4.0.7 (KD-14 in KNOWN_DIVERGENCES.md): a Key_Shared subscription can
+stop dispatching its replay queue to the one consumer left.
 
 The program (kept in suites/replay/histories/broker-bug-key-shared-replay-stall.*, where the model
 must keep calling it a loss): c0, c1, c2 subscribe; c0 receives a batch of key k0 and messages of

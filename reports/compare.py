@@ -14,53 +14,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from dataclasses import dataclass
 from html import escape
 from pathlib import Path
 
 from reports.html import MARK, STYLE, matrix_head
 from reports.markdown import compare_markdown, run_line
 from reports.results import FAILED, InputError, Result, Summary, load_summary, order_spec_ids
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Cell:
-    area: str
-    spec_id: str
-    a: Result | None
-    b: Result | None
-
-    @property
-    def differs(self) -> bool:
-        return self.a is not None and self.b is not None and _verdict(self.a) != _verdict(self.b)
-
-    @property
-    def in_one_run(self) -> bool:
-        return (self.a is None) != (self.b is None)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Comparison:
-    a: Summary
-    b: Summary
-    labels: tuple[str, str]
-    cells: tuple[Cell, ...]
-
-    @property
-    def runs(self) -> tuple[Summary, Summary]:
-        return self.a, self.b
-
-    @property
-    def differing(self) -> tuple[Cell, ...]:
-        return tuple(c for c in self.cells if c.differs)
-
-    @property
-    def in_one_run(self) -> tuple[Cell, ...]:
-        return tuple(c for c in self.cells if c.in_one_run)
-
-
-def _verdict(result: Result | None) -> tuple[str, tuple[str, ...]] | None:
-    return None if result is None else (result.outcome, tuple(sorted(result.guarantees)))
+from reports.verdicts import Cell, Comparison
 
 
 def compare(a: Summary, b: Summary, labels: tuple[str, str] | None = None) -> Comparison:

@@ -22,50 +22,16 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 from model.guarantees import Guarantee
 from reports.markdown import gate_markdown
-from reports.results import FAILED, PASSED, SKIPPED, UNKNOWN, InputError, Result, Summary, load_summary, read_json
+from reports.results import FAILED, PASSED, SKIPPED, UNKNOWN, InputError, Summary, load_summary, read_json
+from reports.verdicts import Accepted, Baseline, Judgement
 
 BASELINE_SCHEMA = "pulsar-ack-conformance/baseline/1"
 REQUIRED = ("area", "spec_id", "guarantee", "reason", "evidence")
 EXIT_PASS, EXIT_FAIL, EXIT_INPUT = 0, 1, 2
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Accepted:
-    """One accepted divergence: this area on this spec id breaks this guarantee, for this reason."""
-
-    area: str
-    spec_id: str
-    guarantee: str
-    reason: str
-    evidence: str
-    target: str | None = None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Baseline:
-    accepted: tuple[Accepted, ...] = ()
-    description: str = ""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Judgement:
-    summary: Summary
-    new: tuple[tuple[Result, str, str], ...]  # (result, guarantee, detail) the baseline does not accept
-    accepted: tuple[tuple[Accepted, Result], ...]
-    fixed: tuple[tuple[Accepted, Result], ...]
-    unknown: tuple[Result, ...]
-    unconfirmed: tuple[tuple[Accepted, str], ...]  # baseline entries this run says nothing about, and why
-    allow_unknown: bool = False
-    fail_on_fixed: bool = False
-
-    @property
-    def passed(self) -> bool:
-        return not (self.new or (self.unknown and not self.allow_unknown) or (self.fixed and self.fail_on_fixed))
 
 
 def load_baseline(path: Path) -> Baseline:

@@ -6,13 +6,8 @@ function is pure: results in, text out.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from reports.results import FAILED, PASSED, SKIPPED, UNKNOWN, Result, Summary
-
-if TYPE_CHECKING:
-    from reports.compare import Comparison
-    from reports.gate import Judgement
+from reports.verdicts import Comparison, Judgement
 
 MARK = {PASSED: "✅", FAILED: "❌", UNKNOWN: "❔", SKIPPED: "⏭️"}
 

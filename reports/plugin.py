@@ -39,7 +39,7 @@ import pytest
 from model.history import spec_json
 from model.spec import Spec
 from reports import failures as stored
-from reports.results import (FAILED, PASSED, SKIPPED, UNKNOWN, Result, Summary, Violation, subscription_of,
+from reports.results import (FAILED, PASSED, SKIPPED, UNKNOWN, ReportedViolation, Result, Summary, subscription_of,
                              write_summary)
 
 REPORTS_DIR = "--reports-dir"
@@ -196,7 +196,7 @@ class ConformanceReports:
             stem = stored.stem_for(area, spec_id, index)
             stored.write_failure(self.folder / "failures", stem, failure, nodeid=item.nodeid,
                                  target=self.config.getoption("target", None), area=area, spec_id=spec_id)
-            violations.append(asdict(Violation(guarantee=failure.violation.guarantee.value,
+            violations.append(asdict(ReportedViolation(guarantee=failure.violation.guarantee.value,
                                                detail=failure.violation.detail, failure=stem,
                                                undecided=bool(failure.violation.undecided))))
         decided = any(not v["undecided"] for v in violations)
@@ -296,7 +296,7 @@ def _result_of(record: dict) -> Result:
     fields.setdefault("spec_id", "?")
     if "outcome" not in fields:
         fields.update(outcome=UNKNOWN, reason="the test did not finish (interrupted?)")
-    fields["violations"] = tuple(Violation(**v) for v in fields.get("violations") or ())
+    fields["violations"] = tuple(ReportedViolation(**v) for v in fields.get("violations") or ())
     return Result(**fields)
 
 

@@ -28,7 +28,7 @@ class InputError(ValueError):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Violation:
+class ReportedViolation:
     """One broken guarantee of a failed (or undecided) test, and the files that keep its history."""
 
     guarantee: str
@@ -47,7 +47,7 @@ class Result:
     subscription_type: str | None = None
     spec: str | None = None  # Spec.describe()
     spec_fields: dict | None = None  # every field of the Spec (model/spec.py), as JSON
-    violations: tuple[Violation, ...] = ()
+    violations: tuple[ReportedViolation, ...] = ()
     reason: str | None = None  # why unknown or skipped
     flaky: bool = False  # Hypothesis could not reproduce the failure on replay
     examples: int | None = None  # programs run, shrinking included
@@ -180,10 +180,10 @@ def _result_of(item: object, where: str) -> Result:
         raise InputError(f"{where}: \"violations\" must be a list")
     violations = []
     for j, v in enumerate(raw_violations):
-        known = set(Violation.__dataclass_fields__)
+        known = set(ReportedViolation.__dataclass_fields__)
         if not isinstance(v, dict) or not isinstance(v.get("guarantee"), str) or set(v) - known:
             raise InputError(f"{where}: violations[{j}] must be an object with a \"guarantee\" and a \"detail\"")
-        violations.append(Violation(**{"detail": "", **v}))
+        violations.append(ReportedViolation(**{"detail": "", **v}))
     result = Result(**{**item, "violations": tuple(violations)})
     if result.outcome == FAILED and not result.guarantees:
         raise InputError(f"{where}: {result.area} [{result.spec_id}] failed without naming a broken guarantee")

@@ -14,7 +14,7 @@ from fixtures.targets.lockstep import ConformanceFailure, Lockstep
 from model import ops as o
 from model.spec import Spec, SubscriptionType
 from reports.failures import write_failure
-from reports.results import FAILED, Result, Summary, Violation, write_summary
+from reports.results import FAILED, Result, Summary, ReportedViolation, write_summary
 
 SHARED = Spec(subscription_type=SubscriptionType.SHARED, nack_delay_ms=100)
 EXCLUSIVE = SHARED.with_(subscription_type=SubscriptionType.EXCLUSIVE)
@@ -25,7 +25,7 @@ LOSING_PROGRAM = (o.Send(), o.Send(), o.Send(), o.Subscribe(consumer="c0"), o.Re
 def result(area: str, spec_id: str, outcome: str, *, guarantee: str | None = None, detail: str = "it happened",
            reason: str | None = None, failure: str | None = None, examples: int | None = 10,
            steps: int | None = 120) -> Result:
-    violations = (Violation(guarantee=guarantee, detail=detail, failure=failure),) if guarantee else ()
+    violations = (ReportedViolation(guarantee=guarantee, detail=detail, failure=failure),) if guarantee else ()
     return Result(nodeid=f"suites/conformance/test_{area}.py::test_{area}[{spec_id}]", area=area, spec_id=spec_id,
                   outcome=outcome, target="pulsar", subscription_type=spec_id.split("-")[0], violations=violations,
                   reason=reason, examples=examples, steps=steps)

@@ -1,0 +1,90 @@
+"""What the gate and the comparison conclude, as records: a judgement of one run against a baseline
+of accepted divergences, and two runs side by side cell by cell.
+
+The records only: reports/gate.py and reports/compare.py build them, reports/markdown.py and the
+pages render them. So the dependencies point one way (gate, compare -> markdown -> verdicts ->
+results) and rendering never imports the commands.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from reports.results import Result, Summary
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Accepted:
+    """One accepted divergence: this area on this spec id breaks this guarantee, for this reason."""
+
+    area: str
+    spec_id: str
+    guarantee: str
+    reason: str
+    evidence: str
+    target: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Baseline:
+    accepted: tuple[Accepted, ...] = ()
+    description: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Judgement:
+    summary: Summary
+    new: tuple[tuple[Result, str, str], ...]  # (result, guarantee, detail) the baseline does not accept
+    accepted: tuple[tuple[Accepted, Result], ...]
+    fixed: tuple[tuple[Accepted, Result], ...]
+    unknown: tuple[Result, ...]
+    unconfirmed: tuple[tuple[Accepted, str], ...]  # baseline entries this run says nothing about, and why
+    allow_unknown: bool = False
+    fail_on_fixed: bool = False
+
+    @property
+    def passed(self) -> bool:
+        return not (self.new or (self.unknown and not self.allow_unknown) or (self.fixed and self.fail_on_fixed))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Cell:
+    """One area on one spec id in two runs: `a` and `b` are None where that run did not have it."""
+
+    area: str
+    spec_id: str
+    a: Result | None
+    b: Result | None
+
+    @property
+    def differs(self) -> bool:
+        return self.a is not None and self.b is not None and verdict_of(self.a) != verdict_of(self.b)
+
+    @property
+    def in_one_run(self) -> bool:
+        return (self.a is None) != (self.b is None)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Comparison:
+    a: Summary
+    b: Summary
+    labels: tuple[str, str]
+    cells: tuple[Cell, ...]
+
+    @property
+    def runs(self) -> tuple[Summary, Summary]:
+        return self.a, self.b
+
+    @property
+    def differing(self) -> tuple[Cell, ...]:
+        return tuple(c for c in self.cells if c.differs)
+
+    @property
+    def in_one_run(self) -> tuple[Cell, ...]:
+        return tuple(c for c in self.cells if c.in_one_run)
+
+
+def verdict_of(result: Result | None) -> tuple[str, tuple[str, ...]] | None:
+    """What a comparison compares: the outcome and the broken guarantees."""
+    return None if result is None else (result.outcome, tuple(sorted(result.guarantees)))

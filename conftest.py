@@ -3,7 +3,10 @@
 Options are grouped under "conformance" and named once, in fixtures/options.py.
 """
 
+import pytest
+
 from fixtures import options
+from suites.conformance.catalog import CHECKS
 
 pytest_plugins = ["fixtures.pulsar", "fixtures.conformance", "reports.plugin"]
 
@@ -29,6 +32,25 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(config, items):
+    mark_conformance_guarantees(items)
+    run_restarts_last(items)
+
+
+def mark_conformance_guarantees(items):
+    """Each conformance test carries the guarantees its catalog check can break, as a `guarantee`
+    mark: the report's guarantee view reads them (reports/plugin.py)."""
+    from reports.plugin import area_and_spec_id, is_conformance  # registered by pytest_plugins first
+
+    by_area = {check.area: check for check in CHECKS}
+    for item in items:
+        if not is_conformance(item):
+            continue
+        check = by_area.get(area_and_spec_id(item)[0])
+        if check is not None:
+            item.add_marker(pytest.mark.guarantee(*sorted(g.value for g in check.guarantees)))
+
+
+def run_restarts_last(items):
     """Tests that restart or crash the session's broker run last, the crash last of all: a broker
     back from a `kill -9` was seen to lose its bookie minutes later (stale registration in the
     RocksDB metadata store: "Not enough bookies", an 800 MB log of placement warnings), which

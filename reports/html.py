@@ -1,7 +1,9 @@
 """The page a person reads: one static, offline HTML file per run (no server, no scripts, no CDN).
 
 The conformance matrix comes first (area x spec id, grouped by subscription type; a failed cell
-links to its failure), then what is unknown and why, then every failure: the guarantee and its
+links to its failure), then the same run by guarantee (guarantee x spec id: one row per guarantee
+of model/guarantees.py, each cell over every test that can break it, a failed cell linking to the
+failures that name it), then what is unknown and why, then every failure: the guarantee and its
 promise, what happened, the history drawn as a timeline (reports/timeline.py), the shrunk program
 as a story, and the runnable reproduction. It reads `summary.json` and `failures/` only.
 
@@ -17,7 +19,8 @@ from pathlib import Path
 
 from model.guarantees import Guarantee
 from reports import failures as stored
-from reports.results import FAILED, PASSED, SKIPPED, UNKNOWN, InputError, Result, Summary, load_summary, subscription_of
+from reports.results import (FAILED, PASSED, SKIPPED, UNKNOWN, GuaranteeCell, InputError, Result, Summary,
+                             guarantee_view, load_summary, subscription_of)
 from reports.timeline import legend_svg, story, timeline_svg
 
 STYLE = """
@@ -30,7 +33,7 @@ table.matrix { border-collapse: collapse; margin: 8px 0; }
 .matrix th.area { text-align: left; } .matrix thead th { background: #f4f4f4; }
 td.passed { background: #e6f4ea; color: #1e5e2b; } td.failed { background: #fce8e6; color: #a50e0e; font-weight: bold; }
 td.unknown { background: #fef7e0; color: #8a5a00; } td.skipped { background: #f1f3f4; color: #666; }
-td.failed a { color: inherit; }
+td.failed a { color: inherit; } td.notrun { background: #fafafa; }
 .count { display: block; font-size: 10px; color: #666; font-weight: normal; white-space: nowrap; }
 article.failure { border: 1px solid #e0b4b4; border-left: 6px solid #c62828; padding: 12px 16px; margin: 16px 0;
   border-radius: 4px; background: #fffafa; }
@@ -48,9 +51,9 @@ def render_report(summary: Summary, found: dict[str, stored.StoredFailure], *, f
     title = f"Pulsar ack conformance: {run.get('target') or 'run'}"
     parts = [f"<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{escape(title)}</title>",
              f"<style>{STYLE}</style></head><body>", f"<h1>{escape(title)}</h1>", _run_info(summary),
-             "<h2 id=\"matrix\">Conformance matrix</h2>", _matrix(summary), _reasons(summary, UNKNOWN,
-                                                                                   "Unknown (never a pass)"),
-             _reasons(summary, SKIPPED, "Skipped")]
+             "<h2 id=\"matrix\">Conformance matrix</h2>", _matrix(summary),
+             "<h2 id=\"guarantees\">By guarantee</h2>", _guarantee_matrix(summary),
+             _reasons(summary, UNKNOWN, "Unknown (never a pass)"), _reasons(summary, SKIPPED, "Skipped")]
     failed = [(r, v) for r in summary.results if r.outcome in (FAILED, UNKNOWN) for v in r.violations]
     if failed:
         parts += ["<h2 id=\"failures\">Failures</h2>", "<div class=\"scroll\">", legend_svg(), "</div>"]
@@ -86,7 +89,32 @@ def _matrix(summary: Summary) -> str:
     return f"<table class=\"matrix\">{matrix_head(spec_ids)}<tbody>{''.join(rows)}</tbody></table>"
 
 
-def matrix_head(spec_ids: list[str]) -> str:
+def _guarantee_matrix(summary: Summary) -> str:
+    spec_ids = summary.spec_ids()
+    rows = []
+    for guarantee, cells in guarantee_view(summary).items():
+        promise = Guarantee(guarantee).promise if guarantee in {g.value for g in Guarantee} else ""
+        tds = "".join(_guarantee_td(cells.get(s)) for s in spec_ids)
+        rows.append(f"<tr id=\"g-{escape(guarantee)}\"><th class=\"area\" title=\"{escape(promise)}\">"
+                    f"{escape(guarantee)}</th>{tds}</tr>")
+    return (f"<table class=\"matrix guarantees\">{matrix_head(spec_ids, label='guarantee')}"
+            f"<tbody>{''.join(rows)}</tbody></table>")
+
+
+def _guarantee_td(cell: GuaranteeCell | None) -> str:
+    if cell is None:
+        return "<td class=\"notrun\" title=\"no test of this run can break it on this spec\"></td>"
+    tip = "; ".join([f"can break it: {', '.join(cell.tests)}", *cell.reasons])
+    if cell.outcome == FAILED:
+        links = ", ".join(f"<a href=\"#f-{escape(v.failure)}\">{escape(area)}</a>" if v.failure else escape(area)
+                          for area, v in cell.failures)
+        text = f"{MARK[FAILED]} {links}"
+    else:
+        text = escape(f"{MARK[cell.outcome]} {cell.outcome}")
+    return f"<td class=\"{cell.outcome}\" title=\"{escape(tip)}\">{text}</td>"
+
+
+def matrix_head(spec_ids: list[str], *, label: str = "guarantee area") -> str:
     """Two header rows: the subscription types, then their variants (`plain`, `dlq1`, `batch-index-ack`)."""
     groups: list[tuple[str, int]] = []
     for spec_id in spec_ids:
@@ -96,11 +124,11 @@ def matrix_head(spec_ids: list[str]) -> str:
         else:
             groups.append((base, 1))
     plain = [base for base, n in groups if n == 1 and base in spec_ids]  # a type with one spec: one header cell
-    first = "".join(f"<th rowspan=\"2\">{escape(base)}</th>" if base in plain else
-                    f"<th colspan=\"{n}\">{escape(base)}</th>" for base, n in groups)
+    top = "".join(f"<th rowspan=\"2\">{escape(base)}</th>" if base in plain else
+                  f"<th colspan=\"{n}\">{escape(base)}</th>" for base, n in groups)
     second = "".join(f"<th>{escape(s.removeprefix(subscription_of(s)).lstrip('-') or 'plain')}</th>"
                      for s in spec_ids if subscription_of(s) not in plain)
-    return (f"<thead><tr><th class=\"area\" rowspan=\"2\">guarantee area</th>{first}</tr>"
+    return (f"<thead><tr><th class=\"area\" rowspan=\"2\">{escape(label)}</th>{top}</tr>"
             f"<tr>{second}</tr></thead>")
 
 

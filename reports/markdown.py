@@ -6,7 +6,7 @@ function is pure: results in, text out.
 
 from __future__ import annotations
 
-from reports.results import FAILED, PASSED, SKIPPED, UNKNOWN, Result, Summary
+from reports.results import FAILED, PASSED, SKIPPED, UNKNOWN, GuaranteeCell, Result, Summary, guarantee_view
 from reports.verdicts import Comparison, Judgement
 
 MARK = {PASSED: "✅", FAILED: "❌", UNKNOWN: "❔", SKIPPED: "⏭️"}
@@ -58,12 +58,33 @@ def matrix_table(summary: Summary) -> list[str]:
     return lines
 
 
+def guarantee_table(summary: Summary) -> list[str]:
+    """One row per guarantee: in each spec id's cell the verdict over every test that can break it,
+    a failed cell naming the areas whose failures name the guarantee."""
+    spec_ids = summary.spec_ids()
+    lines = ["| guarantee | " + " | ".join(spec_ids) + " |", "|---|" + "---|" * len(spec_ids)]
+    for guarantee, cells in guarantee_view(summary).items():
+        lines.append(f"| `{guarantee}` | " + " | ".join(_guarantee_cell(cells.get(s)) for s in spec_ids) + " |")
+    return lines
+
+
+def _guarantee_cell(cell: GuaranteeCell | None) -> str:
+    if cell is None:
+        return ""
+    if cell.outcome == FAILED:
+        return f"❌ {', '.join(dict.fromkeys(area for area, _ in cell.failures))}"
+    if cell.outcome == UNKNOWN:
+        return "❔ unknown"
+    return MARK[cell.outcome]
+
+
 def summary_markdown(summary: Summary, *, failures_dir: str | None = None) -> str:
     failed = any(r.outcome == FAILED for r in summary.results)
     unknown = any(r.outcome == UNKNOWN for r in summary.results)
     headline = "❌ divergences found" if failed else "❔ undecided" if unknown else "✅ conforms"
     lines = [f"## Pulsar ack conformance: {headline}", "", run_line(summary), "", totals_line(summary), ""]
     lines += matrix_table(summary) + [""]
+    lines += ["### By guarantee", ""] + guarantee_table(summary) + [""]
     lines += _failure_list(summary, failures_dir)
     lines += _reason_list(summary, UNKNOWN, "Unknown (never a pass)")
     lines += _reason_list(summary, SKIPPED, "Skipped")

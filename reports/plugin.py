@@ -5,7 +5,8 @@ Register it with `-p reports.plugin`, or list "reports.plugin" in the root conft
 function's name without `test_`), the spec id (the parametrize id), the target (`--target`), the
 outcome (passed, failed, unknown or skipped; unknown when the check was undecided or the test
 errored for a reason other than a conformance failure, and then the reason), the broken guarantee
-with its detail, and how many programs and ops ran (counted on the `target` fixture's `reset` and
+with its detail, the guarantees the test can break (its `guarantee` marks: the root conftest gives
+each conformance test its catalog check's guarantees), and how many programs and ops ran (counted on the `target` fixture's `reset` and
 `invoke`). At the end of the session it writes under `--reports-dir` (default reports/out):
 
 - `summary.json`: the run and the matrix (reports/results.py), what the gate and the comparison read;
@@ -180,7 +181,9 @@ class ConformanceReports:
         area, spec_id = area_and_spec_id(item)
         spec = getattr(getattr(item, "callspec", None), "params", {}).get("spec")
         subscription = getattr(getattr(spec, "subscription_type", None), "value", None) or subscription_of(spec_id)
+        marked = [value for mark in item.iter_markers("guarantee") for value in mark.args]
         return {"area": area, "spec_id": spec_id, "subscription_type": subscription,
+                "can_break": sorted(set(marked)) if marked else None,
                 "spec": spec.describe() if hasattr(spec, "describe") else None,
                 "spec_fields": json.loads(spec_json(spec)) if isinstance(spec, Spec) else None,
                 "target": self.config.getoption("target", None)}

@@ -1,10 +1,12 @@
 """The results of one conformance run, as records: what `summary.json` holds and how it is read back.
 
 One `Result` per conformance test (a guarantee area on one spec id): its outcome, the guarantee it
-broke, the reason it is unknown or skipped, and how many programs and ops it ran. A `Summary` is
-the run (target, Pulsar, client, profile) with its results; `matrix` folds the results into the
-conformance matrix, area x spec id. Outcomes are three-valued plus "skipped": `unknown` (an
-undecided check, or an error that is not a conformance failure) is never a pass.
+broke, the guarantees it can break (the catalog's declaration, carried by the test's `guarantee`
+marker), the reason it is unknown or skipped, and how many programs and ops it ran. A `Summary`
+is the run (target, Pulsar, client, profile) with its results; `matrix` folds the results into
+the conformance matrix, area x spec id, and `guarantee_view` into one row per guarantee
+(model/guarantees.py), guarantee x spec id. Outcomes are three-valued plus "skipped": `unknown`
+(an undecided check, or an error that is not a conformance failure) is never a pass.
 
 `load_summary` is what the gate, the comparison and the HTML report read; a missing or malformed
 file is an `InputError` whose message names the file and what is wrong with it.
@@ -17,9 +19,12 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from model.guarantees import Guarantee
+
 SCHEMA = "pulsar-ack-conformance/summary/1"
 PASSED, FAILED, UNKNOWN, SKIPPED = "passed", "failed", "unknown", "skipped"
 OUTCOMES = (PASSED, FAILED, UNKNOWN, SKIPPED)
+NOT_RUN = "not run"  # a guarantee view cell no test of the run could decide
 SUBSCRIPTION_ORDER = ("Exclusive", "Failover", "Shared", "Key_Shared")
 
 
@@ -48,6 +53,7 @@ class Result:
     spec: str | None = None  # Spec.describe()
     spec_fields: dict | None = None  # every field of the Spec (model/spec.py), as JSON
     violations: tuple[ReportedViolation, ...] = ()
+    can_break: tuple[str, ...] | None = None  # the guarantees the test can break; None: not recorded
     reason: str | None = None  # why unknown or skipped
     flaky: bool = False  # Hypothesis could not reproduce the failure on replay
     examples: int | None = None  # programs run, shrinking included
@@ -117,9 +123,77 @@ def matrix(summary: Summary) -> dict[str, dict[str, dict]]:
     return cells
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GuaranteeCell:
+    """One guarantee on one spec id, over every test of that spec id that can break it.
+
+    failed: some test failed naming the guarantee (`failures`: the area and the violation);
+    unknown: none did, but a test that can break it was undecided, errored, or failed on another
+    guarantee first (which stopped its program before this one could show);
+    passed: every test that can break it and ran passed (`reasons` lists the skipped ones);
+    skipped: every such test was skipped; not run: no test of the run can break it on this spec id.
+    """
+
+    guarantee: str
+    spec_id: str
+    outcome: str
+    tests: tuple[str, ...] = ()  # the areas, on this spec id, that can break it or failed naming it
+    failures: tuple[tuple[str, ReportedViolation], ...] = ()
+    reasons: tuple[str, ...] = ()  # per area, why the cell is unknown or skipped (or what was skipped)
+
+
+def guarantees_of(summary: Summary) -> list[str]:
+    """The guarantee view's rows: every guarantee of model/guarantees.py, then any other a failure names."""
+    named = [v.guarantee for r in summary.results for v in r.violations]
+    return list(dict.fromkeys([g.value for g in Guarantee] + named))
+
+
+def guarantee_cell(summary: Summary, guarantee: str, spec_id: str) -> GuaranteeCell:
+    on_spec = [r for r in summary.results if r.spec_id == spec_id]
+    naming = [r for r in on_spec if any(v.guarantee == guarantee for v in r.violations)]
+    tests = [r for r in on_spec if guarantee in (r.can_break or ()) or r in naming]
+    failures = tuple((r.area, v) for r in naming if r.outcome == FAILED
+                     for v in r.violations if v.guarantee == guarantee and not v.undecided)
+    areas = tuple(r.area for r in tests)
+    if failures:
+        return GuaranteeCell(guarantee=guarantee, spec_id=spec_id, outcome=FAILED, tests=areas, failures=failures)
+    undecided = [r for r in tests if r.outcome in (UNKNOWN, FAILED)]
+    if undecided:
+        return GuaranteeCell(guarantee=guarantee, spec_id=spec_id, outcome=UNKNOWN, tests=areas,
+                             reasons=tuple(f"{r.area}: {_why_undecided(r, guarantee)}" for r in undecided))
+    skipped = tuple(f"{r.area}: skipped, {r.reason or 'no reason recorded'}" for r in tests if r.outcome == SKIPPED)
+    outcome = PASSED if any(r.outcome == PASSED for r in tests) else SKIPPED if tests else NOT_RUN
+    return GuaranteeCell(guarantee=guarantee, spec_id=spec_id, outcome=outcome, tests=areas, reasons=skipped)
+
+
+def _why_undecided(result: Result, guarantee: str) -> str:
+    if any(v.guarantee == guarantee and v.undecided for v in result.violations):
+        return f"the check of {guarantee} could not decide"
+    if result.outcome == FAILED:
+        return f"failed on {', '.join(sorted(result.guarantees))} first"
+    return result.reason or "no reason recorded"
+
+
+def guarantee_view(summary: Summary) -> dict[str, dict[str, GuaranteeCell]]:
+    """guarantee -> spec id -> its cell, for the spec ids where some test can break it (or named it)."""
+    view: dict[str, dict[str, GuaranteeCell]] = {}
+    for guarantee in guarantees_of(summary):
+        cells = (guarantee_cell(summary, guarantee, s) for s in summary.spec_ids())
+        view[guarantee] = {c.spec_id: c for c in cells if c.outcome != NOT_RUN}
+    return view
+
+
+def guarantee_matrix(summary: Summary) -> dict[str, dict[str, dict]]:
+    """The guarantee view as JSON: guarantee -> spec id -> {outcome, tests, failures, reasons}."""
+    return {guarantee: {spec_id: {"outcome": c.outcome, "tests": list(c.tests),
+                                  "failures": [{"area": area, **asdict(v)} for area, v in c.failures],
+                                  "reasons": list(c.reasons)} for spec_id, c in cells.items()}
+            for guarantee, cells in guarantee_view(summary).items()}
+
+
 def to_json(summary: Summary) -> dict:
     return {"schema": SCHEMA, "run": summary.run, "totals": summary.totals(), "matrix": matrix(summary),
-            "results": [_result_json(r) for r in summary.results]}
+            "guarantee_matrix": guarantee_matrix(summary), "results": [_result_json(r) for r in summary.results]}
 
 
 def _result_json(result: Result) -> dict:
@@ -184,7 +258,11 @@ def _result_of(item: object, where: str) -> Result:
         if not isinstance(v, dict) or not isinstance(v.get("guarantee"), str) or set(v) - known:
             raise InputError(f"{where}: violations[{j}] must be an object with a \"guarantee\" and a \"detail\"")
         violations.append(ReportedViolation(**{"detail": "", **v}))
-    result = Result(**{**item, "violations": tuple(violations)})
+    can_break = item.get("can_break")
+    if can_break is not None and not (isinstance(can_break, list) and all(isinstance(g, str) for g in can_break)):
+        raise InputError(f"{where}: \"can_break\" must be a list of guarantees")
+    result = Result(**{**item, "violations": tuple(violations),
+                       "can_break": None if can_break is None else tuple(can_break)})
     if result.outcome == FAILED and not result.guarantees:
         raise InputError(f"{where}: {result.area} [{result.spec_id}] failed without naming a broken guarantee")
     return result

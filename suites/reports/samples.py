@@ -24,11 +24,11 @@ LOSING_PROGRAM = (o.Send(), o.Send(), o.Send(), o.Subscribe(consumer="c0"), o.Re
 
 def result(area: str, spec_id: str, outcome: str, *, guarantee: str | None = None, detail: str = "it happened",
            reason: str | None = None, failure: str | None = None, examples: int | None = 10,
-           steps: int | None = 120) -> Result:
+           steps: int | None = 120, can_break: tuple[str, ...] | None = None) -> Result:
     violations = (ReportedViolation(guarantee=guarantee, detail=detail, failure=failure),) if guarantee else ()
     return Result(nodeid=f"suites/conformance/test_{area}.py::test_{area}[{spec_id}]", area=area, spec_id=spec_id,
                   outcome=outcome, target="pulsar", subscription_type=spec_id.split("-")[0], violations=violations,
-                  reason=reason, examples=examples, steps=steps)
+                  reason=reason, examples=examples, steps=steps, can_break=can_break)
 
 
 def summary(*results: Result, target: str = "pulsar", version: str | None = "4.0.7") -> Summary:

@@ -93,6 +93,7 @@ from model.spec import Spec
 from model.step import Violation
 
 
+@pytest.mark.guarantee("order", "no-phantom", "cursor")
 @pytest.mark.parametrize("spec", [Spec()], ids=["Shared"])
 def test_batches(spec, target):
     history = [(o.Send(), o.ok((o.MessageId(0),)))]
@@ -152,6 +153,23 @@ def test_the_summary_has_one_cell_per_area_and_spec_with_its_outcome(finished):
     assert cells["batches"]["Shared"]["guarantees"] == ["no-phantom", "order"]
     assert summary["totals"] == {"passed": 1, "failed": 2, "unknown": 2, "skipped": 1}
     assert summary["run"]["target"] == "fixtures.targets.faulty:LosesAMessage"
+
+
+def test_the_guarantees_a_test_can_break_come_from_its_guarantee_marks(finished):
+    folder, _ = finished
+    summary = json.loads((folder / "summary.json").read_text())
+    can_break = {(r["area"], r["spec_id"]): r["can_break"] for r in summary["results"]}
+    assert can_break[("batches", "Shared")] == ["cursor", "no-phantom", "order"]
+    assert can_break[("individual_ack", "Shared")] is None  # no mark: not recorded
+    view = summary["guarantee_matrix"]
+    assert view["order"]["Shared"]["outcome"] == "failed"
+    assert view["cursor"]["Shared"]["outcome"] == "unknown"  # batches stopped on order and no-phantom first
+    assert view["no-loss"] == {"Exclusive": {"outcome": "failed", "tests": ["individual_ack"], "reasons": [],
+                                             "failures": [{"area": "individual_ack", "guarantee": "no-loss",
+                                                           "detail": view["no-loss"]["Exclusive"]["failures"][0][
+                                                               "detail"],
+                                                           "failure": "individual_ack-Exclusive",
+                                                           "undecided": False}]}}
 
 
 def test_unknown_and_skipped_cells_say_why(finished):

@@ -2,10 +2,13 @@
 
 Pulsar is non-deterministic in ways a conformance suite must accept: which Shared consumer gets a
 message, when a nack or ack-timeout redelivery lands inside its window, whether a grouped ack
-reached the broker before a crash. The deterministic core (model/step.py) absorbs most of it into
-the state (AVAILABLE messages, pending acks, windows, count intervals); what is left is a set of
-states. An observation that no state allows empties the set: a violation, reported with the
+reached the broker before a crash. The deterministic core (model/transitions/) absorbs most of it
+into the state (AVAILABLE messages, pending acks, windows, count intervals); what is left is a set
+of states. An observation that no state allows empties the set: a violation, reported with the
 guarantee it breaks (the one most states agree on).
+
+This layer is the only part of the model that asks the solver: a cursor read the core cannot
+decide (a `CursorPrefixQuestion`) is put to Z3 (model/smt/admissibility.py, `check_epoch`).
 """
 
 from __future__ import annotations
@@ -13,11 +16,14 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
+from model import cursor as cur
 from model import ops as o
+from model.checks import check_no_loss, check_receiver_queue, owed_messages, queue_room
 from model.guarantees import Guarantee
-from model.spec import Spec, SubscriptionType
-from model.state import State, Status, initial
-from model.step import Violation, step
+from model.spec import Spec
+from model.state import State, initial
+from model.transitions import step
+from model.violations import CursorPrefixQuestion, Result, Violation
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -43,7 +49,7 @@ def apply(verdict: Verdict, op: o.Op, completion: o.Completion) -> Verdict:
     survivors: set[State] = set()
     violations: list[Violation] = []
     for state in verdict.states:
-        result = step(state, op, completion)
+        result = decide(step(state, op, completion))
         if isinstance(result, Violation):
             violations.append(result)
         else:
@@ -58,25 +64,52 @@ def _most_common(violations: list[Violation]) -> Violation:
     return next(v for v in violations if v.guarantee is guarantee)
 
 
-def check_nothing_lost(verdict: Verdict) -> Verdict:
-    """After every connected consumer was drained: no message that had to come may still be waiting.
+def decide(result: Result) -> State | Violation:
+    """The core's answer with its question, if any, answered: a cursor read strictly between its
+    bounds is allowed only if the acks it shows are, per consumer and kind, a prefix of the pending
+    acks; Z3 decides (an `Unknown` answer is an undecided violation, never a pass)."""
+    if type(result) is not CursorPrefixQuestion:
+        return result
+    # Imported here: Z3 loads only when a question comes (the trace generator never asks one).
+    from model.smt.admissibility import AckEvent, AckKind, Epoch, Inadmissible, check_epoch
+    from model.smt.solver import Unknown
 
-    A message must have come when it is AVAILABLE (never delivered, or back for redelivery) and a
-    consumer is connected. If some possible state has nothing owed, the observation is allowed.
-    """
+    acks = tuple(AckEvent(index=i, consumer=name, kind=AckKind(kind), entry=m.entry)
+                 for i, (name, kind, m) in enumerate(result.pending_acks))
+    epoch = Epoch(entries=result.entries, floor=result.confirmed, acks=acks, cursor=result.observed)
+    answer = check_epoch(epoch)
+    if isinstance(answer, Inadmissible):
+        return Violation(guarantee=Guarantee.CURSOR, detail=f"broker cursor {cur.describe(result.observed)} is no "
+                         f"per-consumer prefix of the pending acks: {answer.describe()}")
+    if isinstance(answer, Unknown):
+        return Violation(guarantee=Guarantee.CURSOR, undecided=True,
+                         detail=f"the solver could not decide the cursor {cur.describe(result.observed)}: {answer.reason}")
+    return result.settled
+
+
+def step_decided(state: State, op: o.Op, completion: o.Completion) -> State | Violation:
+    """One state's step with the solver's answer to its question: what a single-state driver (the
+    model target, the trace generator) uses."""
+    return decide(step(state, op, completion))
+
+
+def check_nothing_lost(verdict: Verdict) -> Verdict:
+    """After every connected consumer was drained: no message that had to come may still be waiting
+    (model.checks.check_no_loss). If some possible state has nothing owed, the observation is
+    allowed; else the violation names what the state with the fewest owed messages misses."""
     if verdict.violation is not None:
         return verdict
-    owed_per_state = []
+    found = []
     for state in verdict.states:
-        dispatching = state.connected() and state.now >= state.paused_until
-        owed = _owed(state) if dispatching else []
-        if not owed:
+        violation = check_no_loss(state)
+        if violation is None:
             return verdict
-        owed_per_state.append(owed)
-    owed = min(owed_per_state, key=len)
-    return Verdict(states=frozenset(), violation=Violation(
-        guarantee=Guarantee.NO_LOSS,
-        detail=f"drained every consumer, yet {', '.join(map(str, owed))} never came"))
+        found.append((len(owed_messages(state)), violation))
+    return Verdict(states=frozenset(), violation=min(found, key=_rank)[1])
+
+
+def _rank(found: tuple[int, Violation]) -> int:
+    return found[0]
 
 
 # What a drain covered: True, every connected consumer; the names of the only consumers drained
@@ -95,7 +128,8 @@ def check_drained(verdict: Verdict, drained: Drained = True) -> Verdict:
 
 def check_receiver_queues(verdict: Verdict, drained: frozenset[str]) -> Verdict:
     """Shared, after the `drained` consumers were drained while the other connected ones took
-    nothing: what is still owed must fit in the idle consumers' receiver queues.
+    nothing: what is still owed must fit in the idle consumers' receiver queues
+    (model.checks.check_receiver_queue, on every possible state).
 
     The broker dispatches to a consumer only while it has flow permits, which its client grants up
     to receiver_queue_size; it counts permits in messages but sends whole entries, and it turns
@@ -110,49 +144,12 @@ def check_receiver_queues(verdict: Verdict, drained: frozenset[str]) -> Verdict:
     """
     if verdict.violation is not None:
         return verdict
-    owed_per_state = []
+    found = []
     for state in verdict.states:
-        idle = [c for c in state.connected() if c.name not in drained]
-        if state.spec.subscription_type is not SubscriptionType.SHARED or not idle or state.now < state.paused_until:
+        violation = check_receiver_queue(state, drained)
+        if violation is None:
             return verdict
-        owed = _owed(state)
-        entries, room = len({m.entry for m in owed}), len(idle) * queue_room(state)
-        if entries <= room:
-            return verdict
-        owed_per_state.append((owed, entries, room))
-    owed, entries, room = min(owed_per_state, key=lambda found: found[1] - found[2])
-    names = ", ".join(sorted(drained))
-    return Verdict(states=frozenset(), violation=Violation(
-        guarantee=Guarantee.RECEIVER_QUEUE,
-        detail=f"drained {names}, yet {len(owed)} messages ({', '.join(map(str, owed))}) in {entries} entries did "
-               f"not come: more entries than the idle consumers' receiver queues hold ({room})"))
-
-
-def queue_room(state: State) -> int:
-    """How many entries one idle consumer's receiver queue may hold (see check_receiver_queues)."""
-    return max(state.spec.receiver_queue_size, 1)
-
-
-def _owed(state: State) -> list:
-    """The messages the broker must hand out while dispatching: back or never delivered, unless
-    stalled, held back for a draining key, or skipped by the consumer that sought past them."""
-    return [m.id for m in state.messages if m.status is Status.AVAILABLE and not m.stalled
-            and not _key_may_be_draining(state, m.key) and not _skipped(state, m.skipped_by)]
-
-
-def _skipped(state: State, seeker: str | None) -> bool:
-    """The consumer that sought to the message skips it while it is connected (model/step.py)."""
-    return seeker is not None and state.consumer(seeker) is not None
-
-
-def _key_may_be_draining(state: State, key: str | None) -> bool:
-    """Key_Shared (PIP-379, 4.0+): when a key's hash moves to a consumer that joined, the broker
-    holds back the key's messages until the old consumer has acked the ones it holds: they are
-    not owed while that may be the case. Observed on 4.0.7: c0 alone gets m0 (key k) in its
-    queue, c1 joins, c0 receives m0 and holds it; m1 (key k) comes to nobody."""
-    if state.spec.subscription_type is not SubscriptionType.KEY_SHARED:
-        return False
-    # Which consumer the broker gave the key's hash is unknown until a delivery shows it, and the
-    # range may have moved when any consumer joined: with more than one consumer connected, a key
-    # with held messages may be draining.
-    return len(state.connected()) > 1 and any(m.key == key and m.status is Status.HELD for m in state.messages)
+        idle = sum(1 for c in state.connected() if c.name not in drained)
+        entries = len({m.entry for m in owed_messages(state)})
+        found.append((entries - idle * queue_room(state), violation))
+    return Verdict(states=frozenset(), violation=min(found, key=_rank)[1])

@@ -17,7 +17,7 @@ from model import ops as o
 from model.spec import SubscriptionType
 from model.records import maker
 from model.state import AVAILABLE, HELD, Message, State
-from model.step import flush_acks
+from model.transitions.acks import flush_acks
 
 
 _make_delivery = maker(o.Delivery)
@@ -109,8 +109,9 @@ def _delivery(message: Message, kind: SubscriptionType) -> o.Delivery:
 
 def run_random_program(spec, seed: int, steps: int) -> list[tuple[o.Op, o.Completion]]:
     """A seeded random program over the op vocabulary, executed by the model: its expected trace."""
-    from model.step import Violation, step
+    from model.nondet import step_decided
     from model.state import initial
+    from model.violations import Violation
     from model.vocabulary import random_op
 
     rng = random.Random(seed)
@@ -119,7 +120,7 @@ def run_random_program(spec, seed: int, steps: int) -> list[tuple[o.Op, o.Comple
     for _ in range(steps):
         op = random_op(state, rng)
         completion = respond(state, op, rng)
-        result = step(state, op, completion)
+        result = step_decided(state, op, completion)
         if isinstance(result, Violation):
             raise AssertionError(f"the model rejected its own answer to {op}: {result.describe()}")
         state = result

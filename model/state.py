@@ -154,7 +154,7 @@ class State:
     def active_consumer(self) -> str | None:
         """Exclusive: the consumer holding the subscription. Failover: the one the model target
         dispatches to (the earliest connected); the broker's own pick hashes the consumers' names,
-        so the checks in model/step.py do not rely on it."""
+        so the checks in model/checks.py do not rely on it."""
         connected = self.connected()
         return connected[0].name if connected else None
 

@@ -4,7 +4,7 @@ A proof about the encoding (model/smt) is only worth something if the encoding i
 Hypothesis builds concrete cursors with model/cursor.py's own ops, picks an op, and the encoded op
 evaluated on the concrete cursor (`smt.cursor.successors`) must give exactly the cursor the Python
 function gives, and exactly the set of cursors a crash may leave. The redelivery counter's encoding
-is checked the same way against model/step.py's `step` on a one-message state.
+is checked the same way against the model's `step` (model/transitions) on a one-message state.
 """
 
 from itertools import combinations, product
@@ -20,7 +20,8 @@ from model.smt import cursor as sc
 from model.smt import proofs as p
 from model.spec import Spec, SubscriptionType
 from model.state import Consumer, Message, State, Status
-from model.step import Violation, step
+from model.transitions import step
+from model.violations import Violation
 
 pytestmark = pytest.mark.z3
 
@@ -61,7 +62,7 @@ def cursors(draw, entries, batch_sizes):
 
 
 def python_step(op, cursor, entry, index, batch_sizes):
-    """What the Python model does; unload goes through model/step.py (`_step_reopen`)."""
+    """What the Python model does; unload goes through model/transitions/reopen.py (`reopen`)."""
     match op:
         case Op.ACKNOWLEDGE:
             return cur.delete(cursor, [entry])
@@ -150,7 +151,7 @@ def test_an_op_outside_its_precondition_has_no_successor():
     assert sc.successors(Op.ACKNOWLEDGE_BATCH_INDEX, cur.Cursor(), entries=3, batch_sizes={1: 2}, entry=1, index=2) == ()
 
 
-# -- the redelivery counter against model/step.py ------------------------------------------------
+# -- the redelivery counter against model/transitions --------------------------------------------
 M = o.MessageId(0)
 
 
@@ -159,7 +160,7 @@ def one_message_state(spec, message, consumers=("c0",)):
 
 
 def stepped_counter(op, spec, counts, delivered):
-    """The message's counter after `op` in model/step.py, as a MessageState (None: a violation)."""
+    """The message's counter after `op` in model/transitions, as a MessageState (None: a violation)."""
     lo, hi = counts
     # A held message carries the count it was delivered with (lo == hi here: the encoding's domain).
     held = Message(id=M, status=Status.HELD, holder="c0", delivered=True, fresh=False, count_lo=lo, count_hi=hi,

@@ -19,7 +19,7 @@ from model.records import copier, maker
 from model.simulate import _make_delivery, respond, run_random_program
 from model.spec import Spec, SubscriptionType
 from model.state import Consumer, Message, State, Status, _make_message, initial
-from model.step import step
+from model.transitions import step
 from model.vocabulary import random_op
 
 SAMPLES = {

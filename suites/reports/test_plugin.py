@@ -48,7 +48,7 @@ from fixtures.targets.lockstep import ConformanceFailure, Lockstep
 from model import ops as o
 from model.guarantees import Guarantee
 from model.spec import Spec, SubscriptionType
-from model.step import Violation
+from model.violations import Violation
 
 SHARED = Spec(subscription_type=SubscriptionType.SHARED, nack_delay_ms=100)
 SPECS = {"Exclusive": SHARED.with_(subscription_type=SubscriptionType.EXCLUSIVE),
@@ -90,7 +90,7 @@ from fixtures.targets.lockstep import ConformanceFailure
 from model import ops as o
 from model.guarantees import Guarantee
 from model.spec import Spec
-from model.step import Violation
+from model.violations import Violation
 
 
 @pytest.mark.guarantee("order", "no-phantom", "cursor")

@@ -1,0 +1,169 @@
+"""Acknowledgements and the broker's cursor: acknowledge, acknowledge_cumulative, the pending acks'
+flush, and a read of the cursor that settles what reached the broker.
+
+The client groups acks (ackGroupingTimeMillis, 100 ms) and sends them without receipt: an ack is
+pending on its consumer until something proves it reached the broker (a close or a seek flushes;
+a cursor read shows it). Once it arrives it moves the cursor as `ManagedCursorImpl` does
+(model/cursor.py): an individual ack deletes the entry, or with batch-index acks the index; a
+cumulative ack moves markDeletePosition. Follows the C++ client's AckGroupingTrackerEnabled and
+ConsumerImpl::acknowledgeCumulativeAsync (refused on Shared and Key_Shared).
+"""
+
+from __future__ import annotations
+
+from model import cursor as cur
+from model import ops as o
+from model.checks import (check_ack, check_cumulative_refused_on_shared, check_cursor, confirmed_entries,
+                          maybe_acked_entries)
+from model.state import ACKED, AVAILABLE, HELD, State, replace_consumer, replace_message, replace_messages
+from model.violations import CursorPrefixQuestion, Result
+
+
+def acknowledge(state: State, op: o.Acknowledge, completion: o.Completion) -> Result:
+    consumer = state.consumer(op.consumer)
+    message = state.message(op.message)
+    if consumer is None or message is None:
+        raise ValueError(f"ack of {op.message} on {op.consumer}: the program is malformed")
+    problem = check_ack(state, op, completion)
+    if problem is not None:
+        return problem
+    # Acked while its redelivery is already requested: the request may reach the broker first, or
+    # bring the whole batch entry back (found on the broker: nack m1.2, ack m1.0, m1.0 came again).
+    requested = message.status is HELD and message.back_from is not None
+    spare = message.spare + (1 if requested else 0)
+    # The count that request added may never happen: a close before the nack delay drops it with
+    # the client's tracker (found on the broker: nack m0.0, ack it, close; m0.0 came back, its
+    # entry not deleted, with count 0).
+    lo = max(message.count_lo - 1, 0) if requested and state.spec.subscription_type.tracks_redelivery_count \
+        else message.count_lo
+    acked = message.with_(status=ACKED, holder=None, back_from=None, back_by=None, spare=spare, count_lo=lo,
+                          dead_letter_unsure=False)
+    if spare and state.spec.subscription_type.tracks_redelivery_count:
+        # A copy still to come may carry count 0: the broker's redelivery tracker forgets the
+        # message when the ack arrives, and a copy dispatched after that is counted from nothing
+        # (found on the broker: Key_Shared, m0 nacked twice, came back with count 1, acked, then
+        # came again with count 0).
+        acked = acked.with_(floor=0)
+    state = replace_message(state, acked)
+    if op.message.index >= 0 and state.spec.batch_index_ack and state.spec.subscription_type.tracks_redelivery_count:
+        # The tracker counts per entry and forgets the entry at a batch-index ack: the other
+        # indexes' copies to come are counted from nothing again, a redelivery already requested
+        # counted once if the ack reached the broker first (found on the broker: m0.0 nacked twice,
+        # m0.2 acked with the second nack, m0.0 came back with count 1, not 2).
+        state = replace_messages(state, {m.id: m.with_(floor=min(m.floor, 1 if m.back_from is not None else 0))
+                                         for m in state.messages
+                                         if m.id.entry == op.message.entry and m.id != op.message})
+    return replace_consumer(state, consumer.with_(pending_acks=consumer.pending_acks + (("individual", op.message),)))
+
+
+def acknowledge_cumulative(state: State, op: o.AcknowledgeCumulative, completion: o.Completion) -> Result:
+    consumer = state.consumer(op.consumer)
+    if consumer is None or state.message(op.message) is None:
+        raise ValueError(f"cumulative ack of {op.message} on {op.consumer}: the program is malformed")
+    if not state.spec.subscription_type.allows_cumulative_ack:
+        return check_cumulative_refused_on_shared(state, op, completion) or state
+    problem = check_ack(state, op, completion)
+    if problem is not None:
+        return problem
+    covered = {m.id: m.with_(status=ACKED, holder=None, back_from=None, back_by=None,
+                             # prefetched but never received: may still come out of the receiver queue
+                             spare=m.spare + (0 if m.delivered else 1))
+               for m in state.messages if m.id <= op.message and m.status is not ACKED}
+    state = replace_messages(state, covered)
+    return replace_consumer(state, consumer.with_(pending_acks=consumer.pending_acks + (("cumulative", op.message),)))
+
+
+def apply_ack(state: State, kind: str, message_id: o.MessageId) -> State:
+    """What one ack does to the broker's cursor once it arrives (the ack is then confirmed)."""
+    batch_size = state.entries[message_id.entry]
+    siblings = state.entry_messages(message_id.entry)
+    cursor = state.cursor
+    if kind == "cumulative":
+        last_of_entry = message_id.index < 0 or message_id.index == batch_size - 1
+        if last_of_entry:
+            cursor = cur.mark_delete(cursor, message_id.entry)
+        else:
+            # A cumulative ack inside a batch acks the entries before it; the batch itself only
+            # with batch-index acks (C++ prepareCumulativeAck; apache/pulsar#14926).
+            cursor = cur.mark_delete(cursor, message_id.entry - 1)
+            if state.spec.batch_index_ack:
+                for index in range(message_id.index + 1):
+                    cursor = cur.delete_batch_index(cursor, message_id.entry, index, batch_size)
+        confirmed = {m.id: m.with_(ack_confirmed=True) for m in state.messages
+                     if m.status is ACKED and not m.ack_confirmed and cursor.is_acknowledged(m.id.entry)}
+    elif message_id.index >= 0 and state.spec.batch_index_ack:
+        cursor = cur.delete_batch_index(cursor, message_id.entry, message_id.index, batch_size)
+        confirmed = {message_id: state.message(message_id).with_(ack_confirmed=True)}
+    elif message_id.index >= 0 and not all(m.status is ACKED for m in siblings):
+        # Without batch-index acks the client holds a partial batch ack until every index is acked.
+        return state
+    else:
+        cursor = cur.delete(cursor, [message_id.entry])
+        confirmed = {m.id: m.with_(ack_confirmed=True) for m in siblings if m.status is ACKED and not m.ack_confirmed}
+    return replace_messages(state.with_(cursor=cursor), confirmed)
+
+
+def flush_acks(state: State, consumer_name: str) -> State:
+    """The consumer's grouped acks reach the broker (close and seek flush first)."""
+    consumer = state.consumer(consumer_name)
+    if consumer is None or not consumer.pending_acks:
+        return state
+    for kind, message_id in consumer.pending_acks:
+        state = apply_ack(state, kind, message_id)
+    return replace_consumer(state, consumer.with_(pending_acks=()))
+
+
+def read_cursor(state: State, op: o.ReadCursor, completion: o.Completion) -> Result:
+    """The broker's cursor must be the confirmed one plus some of each consumer's pending acks.
+
+    Outside the bounds is a violation (check_cursor); at a bound, or with an ack in doubt after a
+    crash, the read settles the state; strictly between them the acks it shows must be a
+    per-consumer prefix of the pending acks, a question for the solver (model/nondet.py)."""
+    observed = completion.value
+    if completion.outcome is not o.Outcome.OK or not isinstance(observed, cur.Cursor):
+        return state
+    flushed = state
+    for consumer in state.connected():
+        flushed = flush_acks(flushed, consumer.name)
+    problem = check_cursor(state, observed, flushed=flushed)
+    if problem is not None:
+        return problem
+    observed_acked = observed.acknowledged(len(state.entries))
+    at_a_bound = observed_acked in (confirmed_entries(state), flushed.cursor.acknowledged(len(state.entries)))
+    if at_a_bound or maybe_acked_entries(state):
+        return settle(state, observed)
+    pending = tuple((c.name, kind, m) for c in state.connected() for kind, m in c.pending_acks)
+    if any(m.index >= 0 for _, _, m in pending):
+        return settle(state, observed)  # batch-index acks do not map to whole entries; the bounds decide
+    return CursorPrefixQuestion(observed=observed, confirmed=state.cursor, entries=len(state.entries),
+                                pending_acks=pending, settled=settle(state, observed))
+
+
+def settle(state: State, observed: cur.Cursor) -> State:
+    """Make the model's broker cursor the observed one: what it shows is confirmed, what it does not
+    show and no pending ack can still bring is unacknowledged again (it will be redelivered)."""
+    pending = {m for c in state.connected() for _, m in c.pending_acks}
+    changed = {}
+    for message in state.messages:
+        acked_on_broker = observed.is_acknowledged(message.id.entry)
+        if acked_on_broker and message.status is ACKED and not message.ack_confirmed:
+            changed[message.id] = message.with_(ack_confirmed=True)
+        elif not acked_on_broker and message.status is ACKED and message.id not in pending and not any(
+                kind == "cumulative" and m >= message.id for c in state.connected() for kind, m in c.pending_acks):
+            if message.id.index >= 0:
+                # Without batch-index acks a partial batch ack is held by the client (the entry is
+                # not deleted yet); with them the broker keeps the index in the cursor's batch
+                # indexes, which internalStats does not show. Either way the read proves nothing.
+                continue
+            # The ack was lost: the message is owed again, which uses up the one extra delivery the
+            # doubt allowed; extra copies for other causes stay (found on the broker: after two
+            # unloads c1 got m0, whose ack was lost, twice: its receiver queue and the reconnect).
+            changed[message.id] = message.with_(status=AVAILABLE, ack_confirmed=False,
+                                                spare=max(message.spare - 1, 0), dead_letter_unsure=False)
+    state = replace_messages(state, changed)
+    confirmed_cursor = cur.from_acknowledged(observed.acknowledged(len(state.entries)) - set(range(observed.mark_delete + 1)),
+                                             mark_delete=observed.mark_delete, batch_deleted=state.cursor.batch_deleted,
+                                             read_position=state.cursor.read_position)
+    consumers = tuple(c.with_(pending_acks=tuple(p for p in c.pending_acks if not observed.is_acknowledged(p[1].entry)))
+                      for c in state.consumers)
+    return state.with_(cursor=confirmed_cursor, consumers=consumers)

@@ -1,0 +1,178 @@
+"""Producers and consumers coming and going: send, subscribe, close, the Failover switch and its
+pause, and the Key_Shared binding of a key to a consumer.
+
+Follows the broker's dispatchers (PersistentDispatcherSingleActiveConsumer for Exclusive and
+Failover, PersistentDispatcherMultipleConsumers for Shared, PersistentStickyKeyDispatcher-
+MultipleConsumers for Key_Shared): a consumer's close hands its unacknowledged messages back to the
+others; on Failover a change of the active consumer pauses dispatch
+(activeConsumerFailoverDelayTimeMillis) and rewinds; on Key_Shared a key stays with the consumer
+it was dispatched to while that consumer is connected, unless a consumer joined since (PIP-379).
+"""
+
+from __future__ import annotations
+
+from model import cursor as cur
+from model import ops as o
+from model.checks import check_exclusive, check_subscribe
+from model.spec import InitialPosition, SubscriptionType
+from model.state import ACKED, AVAILABLE, HELD, Consumer, Message, State, replace_messages
+from model.transitions.acks import flush_acks
+from model.transitions.redelivery import entries_come_back, unstall
+from model.violations import Result
+
+
+def send(state: State, op: o.Send, completion: o.Completion) -> Result:
+    if completion.outcome is not o.Outcome.OK:
+        return state  # a failed or unknown send is outside what the suite checks about acks
+    entry, serial = len(state.entries), state.serial + 1
+    if op.batched:
+        new = tuple(Message.published(o.MessageId(entry, i), k, serial) for i, k in enumerate(op.keys))
+    else:
+        new = (Message.published(o.MessageId(entry), op.keys[0], serial),)
+    return state.with_(entries=state.entries + (len(op.keys) if op.batched else 0,),
+                       messages=state.messages + new, serial=serial)
+
+
+def subscribe(state: State, op: o.Subscribe, completion: o.Completion) -> Result:
+    busy = state.spec.subscription_type is SubscriptionType.EXCLUSIVE and bool(state.connected())
+    if busy:
+        if completion.outcome is not o.Outcome.OK:
+            return state
+        # Found on the broker: after an unload the holder is reconnecting, and a newcomer may take
+        # the Exclusive subscription first; the old consumer then stays disconnected.
+        return check_exclusive(state, op.consumer) or _take_over(state, op.consumer)
+    problem = check_subscribe(state, op.consumer, completion)
+    if problem is not None:
+        return problem
+    if not state.consumers and state.spec.initial_position is InitialPosition.LATEST:
+        state = _created_at_latest(state)
+    movers = tuple((k, owner, tuple(sorted(set(extra) | {op.consumer}))) for k, owner, extra in state.key_owners)
+    state = failover_may_switch(state) if state.connected() else _pause_if_failover_switch(state, becomes_active=True)
+    return state.with_(consumers=state.consumers + (Consumer(name=op.consumer, serial=state.serial + 1),),
+                       key_owners=movers, serial=state.serial + 1)
+
+
+def _created_at_latest(state: State) -> State:
+    """The first subscribe creates the subscription; at the Latest position its cursor starts after
+    the last entry published so far: those messages are never delivered to it (observed on 4.0.7:
+    markDeletePosition is that last entry)."""
+    before = {m.id: m.with_(status=ACKED, ack_confirmed=True) for m in state.messages}
+    return replace_messages(state, before).with_(cursor=cur.reset(state.cursor, len(state.entries)))
+
+
+def _take_over(state: State, newcomer: str) -> State:
+    """The newcomer holds the subscription; the old consumers' messages go back to the broker, and
+    their unconfirmed acks may or may not have reached it."""
+    old = {c.name for c in state.connected()}
+    changed = {}
+    for m in state.messages:
+        if m.status is HELD and m.holder in old:
+            changed[m.id] = _handed_back(state, m)
+        elif m.status is ACKED and not m.ack_confirmed:
+            changed[m.id] = m.with_(spare=m.spare + 1)
+    state = replace_messages(state, changed)
+    consumers = tuple(c.with_(connected=False, pending_acks=()) if c.connected else c for c in state.consumers)
+    return state.with_(consumers=consumers + (Consumer(name=newcomer, serial=state.serial + 1),),
+                       serial=state.serial + 1, cursor=cur.rewind(state.cursor))
+
+
+def failover_may_switch(state: State) -> State:
+    """Failover: a consumer joined or left while others stay, so the broker picks the active
+    consumer again. On a non-partitioned topic it hashes the connected consumers' names (observed
+    on 4.0.7: with c0, c1, c2 subscribed in that order, c2 was active, and c0's unacknowledged
+    messages went to c2 when c1 closed), so the model does not know who it is. If it changed, the
+    broker pauses dispatch and rewinds: everything unacknowledged may come (again) to the new
+    active consumer, while the old one still has its receiver queue."""
+    if state.spec.subscription_type is not SubscriptionType.FAILOVER:
+        return state
+    # Found on the broker: a second change while the first one's delay runs can leave what was
+    # unacknowledged undelivered (seen for more than two seconds after the pause) while messages
+    # sent later flow: it is not owed until something rewinds the subscription again.
+    again = state.paused_until > state.now
+    changed = {m.id: m.with_(spare=m.spare + 1, fresh=False, stalled=m.stalled or (again and m.status is not ACKED))
+               for m in state.messages if m.status is not ACKED or not m.ack_confirmed}
+    return replace_messages(state, changed).with_(cursor=cur.rewind(state.cursor),
+                                                  paused_until=state.now + state.spec.failover_delay_ms)
+
+
+def _pause_if_failover_switch(state: State, *, becomes_active: bool) -> State:
+    """Failover: the broker delays dispatch after the active consumer changes (observed on 4.0.7:
+    a new subscription's first consumer gets nothing for about a second)."""
+    if state.spec.subscription_type is not SubscriptionType.FAILOVER or not becomes_active:
+        return state
+    return state.with_(paused_until=state.now + state.spec.failover_delay_ms)
+
+
+def close(state: State, op: o.Close, completion: o.Completion) -> Result:
+    if state.consumer(op.consumer) is None:
+        raise ValueError(f"close of {op.consumer}, which is not connected: the program is malformed")
+    state = flush_acks(state, op.consumer)
+    remaining = [c for c in state.connected() if c.name != op.consumer]
+    tracked = state.spec.subscription_type.tracks_redelivery_count
+    # Observed on 4.0.7: the closed consumer's held messages go to the others with their redelivery
+    # count unchanged (the research notes expected +1, after apache/pulsar#5895).
+    changed = {m.id: _handed_back(state, m) for m in state.messages if m.status is HELD and m.holder == op.consumer}
+    # A partly acked batch must come back only if the closing consumer had it (found on the broker:
+    # c1 held m0.1 and m0.2 and had m0.0 dead-lettered; c0's close brought nothing back).
+    closers_entries = {message_id.entry for message_id in changed}
+    if tracked:
+        # A message another consumer holds as the model has it may have a copy in this one's
+        # application too: the close hands that copy back, with its count (found on the broker: c0
+        # held m1.0 with count 1 and c2 an older copy with count 0; after c0's close c1 got it).
+        changed.update({m.id: m.with_(spare=m.spare + 1) for m in state.messages
+                        if m.status is HELD and m.copied and m.holder != op.consumer})
+    if remaining:
+        # Messages in the closed consumer's receiver queue go to the others, out of publish order.
+        changed.update({m.id: m.with_(fresh=False) for m in state.messages
+                        if m.status is AVAILABLE and m.fresh})
+    # Any batch entry not yet deleted may have been pending on this consumer, its receiver queue
+    # included (found on the broker: c0 got a batch, acked m0.0, closed; c2 got m0.0 again).
+    state = entries_come_back(replace_messages(state, changed), set(range(len(state.entries))), owed=closers_entries)
+    # What its client skipped after a seek is owed to the others now.
+    state = replace_messages(state, {m.id: m.with_(skipped_by=None) for m in state.messages
+                                     if m.skipped_by == op.consumer})
+    if tracked and not remaining:
+        # The last consumer is gone: the dispatcher drops its redelivery tracker (counts restart at 0).
+        state = state.with_(messages=tuple(m.with_(count_lo=0, count_hi=0) for m in state.messages))
+    if remaining:
+        state = failover_may_switch(state)
+    else:
+        state = unstall(state)  # the next consumer starts from markDeletePosition
+    consumers = tuple(c.with_(connected=False) if c.name == op.consumer and c.connected else c for c in state.consumers)
+    owners = tuple(b for b in state.key_owners if b[1] != op.consumer)
+    return state.with_(consumers=consumers, key_owners=owners, cursor=cur.rewind(state.cursor) if not remaining else state.cursor)
+
+
+def _handed_back(state: State, message: Message) -> Message:
+    """A closed consumer's held message goes back to the broker. Its pending nack or ack timeout
+    is dropped with the client's trackers (found on the broker: nack, close before the delay, the
+    message comes back uncounted), so the count that request added may not happen."""
+    if message.dead_letter_unsure:
+        # Another consumer's client may have dead-lettered it: it may come once more, or never.
+        return message.with_(status=ACKED, holder=None, back_from=None, back_by=None, spare=message.spare + 1)
+    lo, hi = message.count_lo, message.count_hi
+    if message.back_from is not None and state.spec.subscription_type.tracks_redelivery_count:
+        lo = max(lo - 1, 0)
+        hi = hi - 1 if state.now < message.back_from else hi
+    return message.with_(status=AVAILABLE, holder=None, back_from=None, back_by=None, fresh=False,
+                         count_lo=lo, count_hi=max(hi, lo))
+
+
+def bind_key(state: State, message: Message, consumer: Consumer) -> State:
+    """Bind the key to the consumer that received it. The broker bound it when it dispatched the
+    message, at some moment after the message was sent and the consumer subscribed: consumers that
+    joined after that moment may have taken the key's hash range, so they are movers."""
+    if state.spec.subscription_type is not SubscriptionType.KEY_SHARED:
+        return state
+    key = message.key
+    others = tuple(b for b in state.key_owners if b[0] != key)
+    previous = next((b for b in state.key_owners if b[0] == key), None)
+    if previous is not None and previous[1] == consumer.name:
+        return state
+    earliest_dispatch = max(message.serial, consumer.serial)
+    movers = {c.name for c in state.connected() if c.serial > earliest_dispatch and c.name != consumer.name}
+    # The previous owner may still receive messages of the key already in its receiver queue.
+    if previous is not None:
+        movers.add(previous[1])
+    binding = (key, consumer.name, tuple(sorted(movers)))
+    return state.with_(key_owners=tuple(sorted(others + (binding,), key=lambda b: str(b[0]))))

@@ -1,0 +1,66 @@
+"""The topic reopened or rewound under its consumers: unload, restart, crash, and seek.
+
+Unload and restart close the topic's dispatcher with the cursor persisted; a crash loses what was
+not persisted. Either way the consumers reconnect to a new dispatcher, which reads from
+markDeletePosition + 1 with a new redelivery tracker (PersistentTopic.close, ManagedCursorImpl
+recovery). A seek flushes the consumer's acks and resets the cursor to the target
+(ManagedCursorImpl.resetCursor; the C++ client's ConsumerImpl::seekAsync).
+"""
+
+from __future__ import annotations
+
+from model import cursor as cur
+from model import ops as o
+from model.state import ACKED, AVAILABLE, State, replace_messages
+from model.transitions.acks import flush_acks
+from model.transitions.redelivery import unstall
+from model.violations import Result
+
+
+def seek(state: State, op: o.Seek, completion: o.Completion) -> Result:
+    """Seek: flush, then reset the cursor to the message's entry (holes and batch indexes cleared).
+
+    Observed on 4.0.7 with the Python client: the seeking consumer never receives the target again
+    (nor, for a batch, the indexes up to it): its client drops them as "before the start message
+    id" (start_message_id_inclusive is false). The broker still counts them unacknowledged, so
+    they come to the next consumer once the seeking one is gone. A client that does deliver the
+    target is allowed too: the model only stops owing it.
+    """
+    state = flush_acks(state, op.consumer)
+    target = op.message.entry
+    changed = {}
+    for message in state.messages:
+        if message.id.entry >= target:
+            skipped = message.id.entry == target and message.id.index <= op.message.index
+            changed[message.id] = message.with_(status=AVAILABLE, holder=None, back_from=None, back_by=None,
+                                                ack_confirmed=False, spare=message.spare + int(message.delivered),
+                                                count_lo=0, count_hi=message.count_hi + 1,
+                                                skipped_by=op.consumer if skipped else None, dead_letter_unsure=False)
+        elif message.status is not ACKED or not message.ack_confirmed:
+            changed[message.id] = message.with_(status=ACKED, holder=None, ack_confirmed=True,
+                                                spare=0, back_from=None, back_by=None)
+    state = unstall(replace_messages(state, changed))
+    consumers = tuple(c.with_(last_first_delivery=-1) for c in state.consumers)
+    return state.with_(cursor=cur.reset(state.cursor, target), consumers=consumers)
+
+
+def reopen(state: State, *, persisted: bool) -> Result:
+    """Topic unload or broker restart (persisted) or crash: consumers reconnect to a new dispatcher.
+
+    Everything unacknowledged is dispatched again from markDeletePosition + 1 with counts reset;
+    a message already in a receiver queue may arrive twice. After a crash the cursor may come back
+    at any earlier persisted state (observed on 4.0.7: as far back as the initial position), so
+    every ack may be undone until a cursor read says otherwise.
+    """
+    changed = {}
+    for message in state.messages:
+        if message.status is ACKED:
+            if not persisted or not message.ack_confirmed:
+                changed[message.id] = message.with_(spare=message.spare + 1, ack_confirmed=message.ack_confirmed and persisted)
+            elif message.count_hi:
+                changed[message.id] = message.with_(count_lo=0, count_hi=0)
+        else:
+            changed[message.id] = message.with_(spare=message.spare + 1, fresh=False,
+                                                back_from=None, back_by=None, count_lo=0, count_hi=0)
+    state = unstall(replace_messages(state, changed))
+    return state.with_(cursor=cur.rewind(state.cursor), reopened_serial=state.serial + 1, serial=state.serial + 1)

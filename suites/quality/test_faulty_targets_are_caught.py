@@ -2,8 +2,9 @@
 
 Each faulty target (fixtures/targets/faulty.py) is the model with one semantic fault a broker or
 client could have. The whole conformance catalog runs against it, check after check, with the
-`ci` profile, until one fails; the failure must name a guarantee the fault breaks. The run prints
-how many faults were caught and how long each took (finding and shrinking included).
+`ci` profile, until one fails; the failure must name a guarantee the fault breaks, and one the
+catching check declares it can break (`Check.guarantees`). The run prints how many faults were
+caught and how long each took (finding and shrinking included).
 """
 
 import itertools
@@ -31,6 +32,9 @@ def test_the_suite_catches_the_fault(fault):
     assert failure.violation.guarantee in fault.breaks, (
         f"{fault.name} was caught as {failure.violation.guarantee.value}, not as "
         f"{', '.join(g.value for g in fault.breaks)}: a catch by accident")
+    assert failure.violation.guarantee in catch.check.guarantees, (
+        f"{fault.name} was caught by {catch.where}, which does not declare {failure.violation.guarantee.value}: "
+        "the catalog's declarations (suites/conformance/catalog.py) miss what the check can break")
 
 
 def test_the_model_itself_passes_the_whole_catalog():

@@ -16,7 +16,8 @@ import time
 from collections.abc import Callable
 
 from model.smt import admissibility as adm
-from model.smt import proofs
+from model.smt.catalog import PROOFS
+from model.smt.induction import Proved, Refuted
 from model.smt.solver import Unknown
 
 
@@ -31,9 +32,9 @@ def _timed(run: Callable[[], object], runs: int) -> tuple[float, object]:
 
 def _verdict(result: object) -> str:
     match result:
-        case proofs.Proved():
+        case Proved():
             return "proved"
-        case proofs.Refuted(counterexample=counterexample):
+        case Refuted(counterexample=counterexample):
             return f"REFUTED: {counterexample.describe()}"
         case adm.Admissible(witnesses=witnesses):
             return f"admissible ({sum(len(w.kept) for w in witnesses)} acks kept)"
@@ -47,10 +48,10 @@ def _verdict(result: object) -> str:
 def proof_figures(runs: int) -> None:
     print("proofs (one-step induction; seconds)")
     total = 0.0
-    for name, prove in proofs.PROOFS.items():
-        seconds, result = _timed(prove, runs)
+    for proof in PROOFS:
+        seconds, result = _timed(proof.prove, runs)
         total += seconds
-        print(f"  {name:<24} {seconds:7.3f}  {_verdict(result)}")
+        print(f"  {proof.name:<24} {seconds:7.3f}  {proof.guarantee:<24}  {_verdict(result)}")
     print(f"  {'all':<24} {total:7.3f}")
 
 

@@ -1,11 +1,14 @@
 """Was what a broker crash left behind allowed? Admissibility of a crash epoch, decided by Z3.
 
-A crash loses the acks that had not reached the broker's persisted cursor (step.py `_step_reopen`:
-"the cursor may come back at any earlier persisted state"). What may survive is constrained by how
-acks travel: each consumer sends its acks of one kind (individual, cumulative) in call order, so
-the acks of a (consumer, kind) that reached the broker are a prefix of that consumer's calls of
-that kind. An ack known to have been applied (its effect was observed before the crash) is in the
-prefix; an ack whose fate is unknown may or may not be.
+A crash loses the acks that had not reached the broker's persisted cursor (the model's crash rule,
+model/transitions/reopen.py: the cursor may come back at any earlier persisted state). The
+non-deterministic layer (model/nondet.py) asks this module when it cannot decide a cursor read
+after a crash by itself; an inadmissible epoch breaks the `cursor` guarantee.
+
+What may survive is constrained by how acks travel: each consumer sends its acks of one kind
+(individual, cumulative) in call order, so the acks of a (consumer, kind) that reached the broker
+are a prefix of that consumer's calls of that kind. An ack known to have been applied (its effect
+was observed before the crash) is in the prefix; an ack whose fate is unknown may or may not be.
 
 An epoch is admissible when some choice of one prefix length per (consumer, kind), together with
 the floor (the acknowledged set known persisted), acknowledges exactly the entries the cursor read
@@ -34,7 +37,7 @@ from enum import StrEnum
 import z3
 
 from model import cursor as cur
-from model.smt.solver import DEFAULT_RLIMIT, Outcome, Unknown, decide, make_solver
+from model.smt.solver import DEFAULT_RLIMIT, SolverOutcome, Unknown, decide, make_solver
 
 
 class AckKind(StrEnum):
@@ -310,9 +313,9 @@ def _contradictory(encoding: _Encoding, facts: Sequence[int], rlimit: int) -> li
     """The facts among `facts` in Z3's unsat core (None: they can all hold)."""
     groups = [[i] for i in facts]
     decision = decide(_solver(encoding, groups, rlimit), *_guards(groups))
-    if decision.outcome is Outcome.UNKNOWN:
+    if decision.outcome is SolverOutcome.UNKNOWN:
         return Unknown(reason=str(decision.reason))
-    if decision.outcome is Outcome.SAT:
+    if decision.outcome is SolverOutcome.SAT:
         return None
     return sorted(facts[int(str(literal)[1:])] for literal in decision.core)
 
@@ -346,9 +349,9 @@ def _core_by_blocks(encoding: _Encoding, rlimit: int) -> list[int] | None | Unkn
     size = max(64, isqrt(count))
     blocks = [range(start, min(start + size, count)) for start in range(0, count, size)]
     decision = decide(_solver(encoding, blocks, rlimit), *_guards(blocks))
-    if decision.outcome is Outcome.UNKNOWN:
+    if decision.outcome is SolverOutcome.UNKNOWN:
         return Unknown(reason=str(decision.reason))
-    if decision.outcome is Outcome.SAT:
+    if decision.outcome is SolverOutcome.SAT:
         return None
     return _contradictory(encoding, [i for literal in decision.core for i in blocks[int(str(literal)[1:])]], rlimit)
 
@@ -362,9 +365,9 @@ def check_epoch(epoch: Epoch, *, number: int = 0, rlimit: int = DEFAULT_RLIMIT, 
     way the core is then minimized by deletion. `hints=False` skips the suspects."""
     encoding = _encode(epoch, number)
     decision = decide(_plain_solver(encoding, rlimit))
-    if decision.outcome is Outcome.SAT:
+    if decision.outcome is SolverOutcome.SAT:
         return Admissible(witnesses=(_witness(epoch, number, encoding, decision.model),))
-    if decision.outcome is Outcome.UNKNOWN:
+    if decision.outcome is SolverOutcome.UNKNOWN:
         return Unknown(reason=f"epoch {number}: {decision.reason}")
     suspects = _suspects(encoding) if hints else None
     core = _contradictory(encoding, suspects, rlimit) if suspects else None
@@ -388,9 +391,9 @@ def check_facts(epoch: Epoch, facts: Iterable[Fact], *, number: int = 0,
     chosen = [i for i in range(len(encoding.facts)) if encoding.fact(i) in wanted]
     singles = [[i] for i in chosen]
     decision = decide(_solver(encoding, singles, rlimit), *_guards(singles))
-    if decision.outcome is Outcome.SAT:
+    if decision.outcome is SolverOutcome.SAT:
         return Admissible(witnesses=(_witness(epoch, number, encoding, decision.model),))
-    if decision.outcome is Outcome.UNKNOWN:
+    if decision.outcome is SolverOutcome.UNKNOWN:
         return Unknown(reason=f"epoch {number}: {decision.reason}")
     core = _minimal_core(encoding, sorted(chosen[int(str(literal)[1:])] for literal in decision.core), rlimit)
     if isinstance(core, Unknown):

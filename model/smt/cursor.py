@@ -15,7 +15,9 @@ graceful restart keeps everything and reads again from markDelete + 1; a crash c
 normalized state whose acknowledged set lies between the persisted floor and the state before it.
 
 `successors` and `apply` evaluate an encoded op on a concrete `model.cursor.Cursor`: the bridge the
-fidelity tests use to check the encoding against the Python model.
+fidelity tests use to check the encoding against the Python model. The proofs over this encoding
+(model/smt/cursor_proofs.py) support the guarantees `cursor`, `no-redelivery-after-ack` and
+`no-loss`.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from enum import StrEnum
 import z3
 
 from model import cursor as cur
-from model.smt.solver import DEFAULT_RLIMIT, Outcome, Unknown, decide, make_solver
+from model.smt.solver import DEFAULT_RLIMIT, SolverOutcome, Unknown, decide, make_solver
 
 MAX_BATCH = 4  # messages per batch entry the encoding allows (batch indexes 0 .. MAX_BATCH-1)
 
@@ -231,7 +233,7 @@ def reset(topic: Topic, before: SymCursor, args: Args, after: SymCursor) -> z3.B
 
 
 def unload(topic: Topic, before: SymCursor, args: Args, after: SymCursor) -> z3.BoolRef:
-    """What was persisted is kept; the new dispatcher reads from markDelete + 1 (step.py `_step_reopen`)."""
+    """What was persisted is kept; the new dispatcher reads from markDelete + 1 (the model's unload rule)."""
     return rewind(topic, before, args, after)
 
 
@@ -356,9 +358,9 @@ def successors(op: CursorOp, cursor: cur.Cursor, *, entries: int, batch_sizes: M
     found: list[cur.Cursor] = []
     while len(found) < limit:
         decision = decide(solver)
-        if decision.outcome is Outcome.UNKNOWN:
+        if decision.outcome is SolverOutcome.UNKNOWN:
             return Unknown(reason=decision.reason or "unknown")
-        if decision.outcome is Outcome.UNSAT:
+        if decision.outcome is SolverOutcome.UNSAT:
             break
         result = decode(decision.model, after, entries=entries, max_batch=topic.max_batch)
         found.append(result)

@@ -1,10 +1,10 @@
 """The one place Z3 solvers are made, and the three outcomes a query can have.
 
 Every query of the suite goes through `make_solver`: fixed seeds, so a proof or a counterexample
-is the same on every run, and a resource limit (`rlimit`, Z3's deterministic count of work) rather
-than a wall-clock timeout, so that whether a query gives up does not depend on the machine's load.
-`decide` maps Z3's answer onto `Outcome`: `unknown` is its own outcome, with Z3's reason, never
-folded into sat or unsat.
+is the same on every run of the same queries, and a resource limit (`rlimit`, Z3's deterministic
+count of work) rather than a wall-clock timeout, so that whether a query gives up does not depend
+on the machine's load. `decide` maps Z3's answer onto `SolverOutcome` (named apart from the ops'
+`model.ops.Outcome`): `unknown` is its own outcome, with Z3's reason, never folded into sat or unsat.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ SEED = 0
 DEFAULT_RLIMIT = 50_000_000
 
 
-class Outcome(StrEnum):
+class SolverOutcome(StrEnum):
     SAT = "sat"
     UNSAT = "unsat"
     UNKNOWN = "unknown"
@@ -39,7 +39,7 @@ class Unknown:
 class Decision:
     """Z3's answer to one query: the model when sat, the core when unsat, the reason when unknown."""
 
-    outcome: Outcome
+    outcome: SolverOutcome
     model: z3.ModelRef | None = None
     core: tuple[z3.BoolRef, ...] = ()
     reason: str | None = None
@@ -62,7 +62,7 @@ def decide(solver: z3.Solver, *assumptions: z3.BoolRef) -> Decision:
     """Check `solver` (under `assumptions`) and say what came out."""
     answer = solver.check(*assumptions)
     if answer == z3.sat:
-        return Decision(outcome=Outcome.SAT, model=solver.model())
+        return Decision(outcome=SolverOutcome.SAT, model=solver.model())
     if answer == z3.unsat:
-        return Decision(outcome=Outcome.UNSAT, core=tuple(solver.unsat_core()) if assumptions else ())
-    return Decision(outcome=Outcome.UNKNOWN, reason=solver.reason_unknown() or "unknown")
+        return Decision(outcome=SolverOutcome.UNSAT, core=tuple(solver.unsat_core()) if assumptions else ())
+    return Decision(outcome=SolverOutcome.UNKNOWN, reason=solver.reason_unknown() or "unknown")

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from model import cursor as cur
 from model import ops as o
 from model.smt import cursor as sc
-from model.smt import proofs as p
+from model.smt import counter as ctr
 from model.spec import Spec, SubscriptionType
 from model.state import Consumer, Message, State, Status
 from model.transitions import step
@@ -167,39 +167,39 @@ def stepped_counter(op, spec, counts, delivered):
                    held_count=lo)
     available = held.with_(status=Status.AVAILABLE, holder=None)
     match op:
-        case p.RedeliveryOp.RECEIVE:
+        case ctr.RedeliveryOp.RECEIVE:
             state = step(one_message_state(spec, available), o.Receive(consumer="c0"),
                          o.ok(o.Delivery(message=M, redelivery_count=delivered)))
-        case p.RedeliveryOp.ACKNOWLEDGE:
+        case ctr.RedeliveryOp.ACKNOWLEDGE:
             state = step(one_message_state(spec, held), o.Acknowledge(consumer="c0", message=M), o.ok())
-        case p.RedeliveryOp.REDELIVER | p.RedeliveryOp.REDELIVER_QUEUED:
-            start = held if op is p.RedeliveryOp.REDELIVER else available
+        case ctr.RedeliveryOp.REDELIVER | ctr.RedeliveryOp.REDELIVER_QUEUED:
+            start = held if op is ctr.RedeliveryOp.REDELIVER else available
             state = step(one_message_state(spec, start), o.RedeliverUnacknowledgedMessages(consumer="c0"), o.ok())
             state = step(state, o.Tick(ms=1), o.ok(at=1))  # the redelivery lands
-        case p.RedeliveryOp.CLOSE:
+        case ctr.RedeliveryOp.CLOSE:
             state = step(one_message_state(spec, held, ("c0", "c1")), o.Close(consumer="c0"), o.ok())
-        case p.RedeliveryOp.CLOSE_LAST:
+        case ctr.RedeliveryOp.CLOSE_LAST:
             state = step(one_message_state(spec, held), o.Close(consumer="c0"), o.ok())
-        case p.RedeliveryOp.REOPEN:
+        case ctr.RedeliveryOp.REOPEN:
             state = step(one_message_state(spec, held), o.Unload(), o.ok())
-        case p.RedeliveryOp.SEEK:
+        case ctr.RedeliveryOp.SEEK:
             state = step(one_message_state(spec, held), o.Seek(consumer="c0", message=M), o.ok())
     if isinstance(state, Violation):
         return None
     message = state.message(M)
-    dead = op is p.RedeliveryOp.REDELIVER and message.status is Status.ACKED
+    dead = op is ctr.RedeliveryOp.REDELIVER and message.status is Status.ACKED
     status = "available" if message.status is Status.HELD and message.back_by is not None else message.status.value
-    return p.MessageState(status=status, count_lo=message.count_lo, count_hi=message.count_hi, dead=dead)
+    return ctr.MessageState(status=status, count_lo=message.count_lo, count_hi=message.count_hi, dead=dead)
 
 
 @st.composite
 def counter_steps(draw):
     subscription = draw(st.sampled_from(list(SubscriptionType)))
     spec = Spec(subscription_type=subscription, max_redeliver_count=draw(st.none() | st.integers(1, 3)))
-    op = draw(st.sampled_from(list(p.RedeliveryOp)))
+    op = draw(st.sampled_from(list(ctr.RedeliveryOp)))
     if not subscription.tracks_redelivery_count:
         counts = (0, 0)
-    elif op is p.RedeliveryOp.RECEIVE:
+    elif op is ctr.RedeliveryOp.RECEIVE:
         counts = tuple(sorted(draw(st.tuples(st.integers(0, 4), st.integers(0, 4)))))
     else:
         counts = (draw(st.integers(0, 4)),) * 2
@@ -212,8 +212,8 @@ def counter_steps(draw):
 def test_the_encoded_redelivery_counter_follows_the_step_functions(case):
     spec, op, (lo, hi), delivered = case
     expected = stepped_counter(op, spec, (lo, hi), delivered)
-    status = "available" if op in (p.RedeliveryOp.RECEIVE, p.RedeliveryOp.REDELIVER_QUEUED) else "held"
-    got = p.message_successors(op, p.MessageState(status=status, count_lo=lo, count_hi=hi),
+    status = "available" if op in (ctr.RedeliveryOp.RECEIVE, ctr.RedeliveryOp.REDELIVER_QUEUED) else "held"
+    got = ctr.message_successors(op, ctr.MessageState(status=status, count_lo=lo, count_hi=hi),
                                tracked=spec.subscription_type.tracks_redelivery_count,
                                max_redeliver_count=spec.max_redeliver_count, delivered_count=delivered)
     assert got == (() if expected is None else (expected,))

@@ -2,7 +2,7 @@
 
 import pytest
 
-from fixtures.admin import AdminError, Cursor, Position, PositionRange, parse_ranges, topic_path
+from fixtures.admin import AdminError, CursorStats, Position, PositionRange, parse_ranges, topic_path
 
 
 def test_individually_deleted_ranges_parse_with_either_separator():
@@ -26,8 +26,8 @@ def test_ranges_are_open_below_and_closed_above():
 
 
 def test_a_position_is_acknowledged_at_or_below_mark_delete_or_inside_a_hole():
-    cursor = Cursor(mark_delete_position=Position(5, 1), read_position=Position(5, 9),
-                    individually_deleted=(PositionRange(Position(5, 3), Position(5, 5)),), state="Open")
+    cursor = CursorStats(mark_delete_position=Position(5, 1), read_position=Position(5, 9),
+                         individually_deleted=(PositionRange(Position(5, 3), Position(5, 5)),), state="Open")
     acked = [e for e in range(0, 8) if cursor.is_acknowledged(Position(5, e))]
     assert acked == [0, 1, 4, 5]
 

@@ -18,8 +18,8 @@ The encoding is split by epoch and is per entry: one Int per (consumer, kind) an
 "e is acknowledged" is the floor's fact or `k_g > t_g(e)` for each group g that can ack e (t_g(e)
 is the position in g's calls of its first individual ack of e, or of its first cumulative ack at
 or above e). So the constraints grow linearly with the events (a monolithic ordering of all events
-grew super-linearly: about 100 s for 10,000 events, research/baselines section 3c). The formula is
-handed to Z3 as SMT-LIB text, which is much faster to build than term by term.
+grows super-linearly: about 100 s for 10,000 events). The formula is handed to Z3 as SMT-LIB text,
+which is much faster to build than term by term.
 
 The answer is `Admissible` (the kept acks, and the cursor they replay to), `Inadmissible` (a
 minimal set of facts, events and observations, that cannot all hold: minimized by deletion) or

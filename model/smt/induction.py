@@ -1,8 +1,8 @@
 """What a one-step inductive proof returns, shared by the encodings' proofs (model/smt/cursor_proofs.py,
 model/smt/counter.py).
 
-Every proof of the suite has the shape init / transition / safety, never a deep unrolling (which
-blows up, see research/baselines section 3b):
+Every proof of the suite has the shape init / transition / safety, never a deep unrolling (whose
+formula grows with every step unrolled):
 
 - init: the initial state satisfies the inductive invariant (and the property, for a property of
   states);

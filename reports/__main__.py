@@ -1,10 +1,10 @@
-"""`python -m reports gate|compare|html ...`: the same as `python -m reports.gate` and friends."""
+"""`python -m reports gate|compare|html|guarantees ...`: the same as `python -m reports.gate` and friends."""
 
 from __future__ import annotations
 
 import sys
 
-COMMANDS = ("gate", "compare", "html")
+COMMANDS = ("gate", "compare", "html", "guarantees")
 
 
 def main(argv: list[str]) -> int:
@@ -16,6 +16,8 @@ def main(argv: list[str]) -> int:
         from reports.gate import main as run
     elif command == "compare":
         from reports.compare import main as run
+    elif command == "guarantees":
+        from reports.guarantees import main as run
     else:
         from reports.html import main as run
     return run(rest)

@@ -44,6 +44,9 @@ pre { background: #f6f8fa; padding: 10px; overflow-x: auto; font-size: 12px; }
 .files a { margin-right: 12px; } ul.reasons li { margin: 3px 0; }
 """
 MARK = {PASSED: "✓", FAILED: "✗", UNKNOWN: "?", SKIPPED: "–"}
+GUARANTEE_NOTE = ("<p class=\"run\">Each cell: every test on that spec that can break the guarantee (hover for "
+                  "which). Failed: a failure names it (the links); unknown: one of them was undecided or stopped on "
+                  "another guarantee first; empty: no test of this run can break it there.</p>")
 
 
 def render_report(summary: Summary, found: dict[str, stored.StoredFailure], *, failures_dir: str = "failures") -> str:
@@ -52,7 +55,7 @@ def render_report(summary: Summary, found: dict[str, stored.StoredFailure], *, f
     parts = [f"<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{escape(title)}</title>",
              f"<style>{STYLE}</style></head><body>", f"<h1>{escape(title)}</h1>", _run_info(summary),
              "<h2 id=\"matrix\">Conformance matrix</h2>", _matrix(summary),
-             "<h2 id=\"guarantees\">By guarantee</h2>", _guarantee_matrix(summary),
+             "<h2 id=\"guarantees\">By guarantee</h2>", GUARANTEE_NOTE, _guarantee_matrix(summary),
              _reasons(summary, UNKNOWN, "Unknown (never a pass)"), _reasons(summary, SKIPPED, "Skipped")]
     failed = [(r, v) for r in summary.results if r.outcome in (FAILED, UNKNOWN) for v in r.violations]
     if failed:

@@ -14,6 +14,7 @@ per-consumer prefix of the pending acks is the solver's question, asked by model
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from types import MappingProxyType
 
 from model import cursor as cur
@@ -43,11 +44,11 @@ def check_dead_letter(state: State, message: Message, count: int) -> Violation |
 
 
 def check_no_duplicate_without_cause(state: State, message: Message, consumer: str) -> Violation | None:
-    """A message a consumer holds unacknowledged comes again only with a spare delivery or once its
+    """A message a consumer holds unacknowledged comes again only with an extra delivery or once its
     redelivery window opened."""
     if message.status is not HELD:
         return None
-    if message.spare or (message.back_from is not None and state.now >= message.back_from):
+    if message.extra_deliveries or (message.redelivery_from is not None and state.now >= message.redelivery_from):
         return None
     return Violation(guarantee=Guarantee.NO_DUPLICATE_WITHOUT_CAUSE,
                      detail=f"{consumer} received {message.id}, which {message.holder} holds unacknowledged "
@@ -55,9 +56,9 @@ def check_no_duplicate_without_cause(state: State, message: Message, consumer: s
 
 
 def check_no_redelivery_after_ack(state: State, message: Message, consumer: str) -> Violation | None:
-    """An acknowledged message comes again only with a spare delivery (its ack may not have
+    """An acknowledged message comes again only with an extra delivery (its ack may not have
     reached the broker when a redelivery was asked, a copy may sit in a receiver queue, ...)."""
-    if message.status is not ACKED or message.spare:
+    if message.status is not ACKED or message.extra_deliveries:
         return None
     if message.ack_confirmed and not message.delivered:
         return Violation(guarantee=Guarantee.NO_REDELIVERY_AFTER_ACK,
@@ -77,7 +78,7 @@ def order_key(message_id: o.MessageId) -> int:
 
 def check_order(state: State, message: Message, consumer: Consumer) -> Violation | None:
     """First deliveries come in publish order per consumer; on Key_Shared, per key."""
-    if message.delivered or not message.fresh:
+    if message.delivered or not message.never_dispatched:
         return None
     if state.spec.subscription_type is SubscriptionType.KEY_SHARED:
         # Key_Shared promises order per key: a consumer joining or leaving moves hash ranges, so
@@ -95,21 +96,21 @@ def check_order(state: State, message: Message, consumer: Consumer) -> Violation
 
 def check_key_shared_stickiness(state: State, message: Message, consumer: str) -> Violation | None:
     """Key_Shared: a key stays with its connected owner; it moves only to a consumer that joined
-    after it was bound (a mover), and then only once the owner acked what it holds (PIP-379)."""
+    after it was bound (or its previous owner), and then only once the owner acked what it holds (PIP-379)."""
     if state.spec.subscription_type is not SubscriptionType.KEY_SHARED:
         return None
-    for key, owner, movers in state.key_owners:
+    for key, owner, may_also_receive in state.key_owners:
         if key != message.key or consumer == owner:
             continue
-        if consumer not in movers and not stale_key_copy(state, message, state.consumer(consumer)):
+        if consumer not in may_also_receive and not stale_key_copy(state, message, state.consumer(consumer)):
             return Violation(guarantee=Guarantee.KEY_SHARED_STICKINESS,
                              detail=f"key {key!r} is bound to connected {owner}, yet {consumer} received {message.id}")
-        # A held message with a spare copy to come may be a stale queued copy the broker no longer
+        # A held message with an extra copy to come may be a stale queued copy the broker no longer
         # counts as pending on the owner (found on the broker: c1's redeliver sent m0 on while its
         # queue gave c1 the old copies; m0 then went to c0, which had rejoined under its name).
         held = [m.id for m in state.messages if m.key == key and m.status is HELD and m.holder == owner
-                and m.back_from is None and m.spare == 0]
-        if held and message.fresh and state.consumer(owner) is not None and owner not in movers:
+                and m.redelivery_from is None and m.extra_deliveries == 0]
+        if held and message.never_dispatched and state.consumer(owner) is not None and owner not in may_also_receive:
             # PIP-379: a key moves to a joined consumer only once its old owner acked what it holds.
             return Violation(guarantee=Guarantee.KEY_SHARED_STICKINESS,
                              detail=f"key {key!r} moved from {owner} to {consumer} while {owner} still holds "
@@ -118,11 +119,11 @@ def check_key_shared_stickiness(state: State, message: Message, consumer: str) -
 
 
 def stale_key_copy(state: State, message: Message, consumer: Consumer | None) -> bool:
-    """Key_Shared: a spare copy of a redelivered message may be an old one still in the receiver
+    """Key_Shared: an extra copy of a redelivered message may be an old one still in the receiver
     queue of a consumer that joined before the key's owner, so held the key's hash when it was
     dispatched (found on the broker: c0 alone had m1 queued; c1 and c2 joined; c0's redeliver sent
     m1 to c2 with count 1, then c0's queue gave it with count 0)."""
-    if message.spare == 0 or message.fresh or consumer is None:
+    if message.extra_deliveries == 0 or message.never_dispatched or consumer is None:
         return False
     binding = next((b for b in state.key_owners if b[0] == message.key), None)
     owner = state.consumer(binding[1]) if binding is not None else None
@@ -139,7 +140,7 @@ def check_redelivery_count(state: State, message: Message, count: int) -> Violat
                              detail=f"{message.id} came with redelivery count {count} on {spec.subscription_type}, "
                                     "which has no redelivery tracker (always 0)")
         return None
-    if not min(message.count_lo, message.floor) <= count <= message.count_hi:
+    if not min(message.count_lo, message.older_copy_count) <= count <= message.count_hi:
         return Violation(guarantee=Guarantee.REDELIVERY_COUNT,
                          detail=f"{message.id} came with redelivery count {count}; "
                                 f"expected {message.count_lo}..{message.count_hi}")
@@ -196,28 +197,34 @@ def check_cumulative_refused_on_shared(state: State, op: o.AcknowledgeCumulative
 
 
 # -- the broker's cursor -------------------------------------------------------------------------
-def check_cursor(state: State, observed: cur.Cursor, *, flushed: State) -> Violation | None:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CursorBounds:
+    """What a cursor read may show: at least the entries whose ack is known to have reached the
+    broker (`least`), at most those every pending ack would add (`most`) and those whose ack is in
+    doubt after a crash (`doubtful`: the cursor may or may not still show them)."""
+
+    least: frozenset[int]
+    most: frozenset[int]
+    doubtful: frozenset[int]
+
+
+def cursor_bounds(state: State, flushed: State) -> CursorBounds:
+    """The bounds of a cursor read in `state`; `flushed` is the state with each connected
+    consumer's pending acks applied."""
+    least = frozenset(m.id.entry for m in state.messages if m.ack_confirmed and state.cursor.is_acknowledged(m.id.entry))
+    doubtful = frozenset(m.id.entry for m in state.messages if m.status is ACKED and m.extra_deliveries)
+    return CursorBounds(least=least, most=flushed.cursor.acknowledged(len(state.entries)), doubtful=doubtful)
+
+
+def check_cursor(state: State, observed: cur.Cursor, bounds: CursorBounds) -> Violation | None:
     """A cursor read shows at least the acks known to have reached the broker and at most what
-    every pending ack would add (`flushed`: the state with each connected consumer's pending acks
-    applied), or an entry whose ack is in doubt after a crash."""
+    every pending ack would add, or an entry whose ack is in doubt after a crash."""
     observed_acked = observed.acknowledged(len(state.entries))
-    most = flushed.cursor.acknowledged(len(state.entries))
-    least = confirmed_entries(state)
-    if least <= observed_acked <= most | maybe_acked_entries(state):
+    if bounds.least <= observed_acked <= bounds.most | bounds.doubtful:
         return None
     return Violation(guarantee=Guarantee.CURSOR,
                      detail=f"broker cursor {cur.describe(observed)} acknowledges {sorted(observed_acked)}; "
-                            f"allowed: at least {sorted(least)}, at most {sorted(most)}")
-
-
-def confirmed_entries(state: State) -> frozenset[int]:
-    """Entries whose ack is known to have reached the broker."""
-    return frozenset(m.id.entry for m in state.messages if m.ack_confirmed and state.cursor.is_acknowledged(m.id.entry))
-
-
-def maybe_acked_entries(state: State) -> frozenset[int]:
-    """Entries whose ack is in doubt after a crash (the cursor may or may not still show them)."""
-    return frozenset(m.id.entry for m in state.messages if m.status is ACKED and m.spare)
+                            f"allowed: at least {sorted(bounds.least)}, at most {sorted(bounds.most)}")
 
 
 # -- after a drain -------------------------------------------------------------------------------

@@ -88,7 +88,7 @@ def pick_delivery(state: State, consumer: str) -> o.Delivery | None:
     # message never delivered.
     for m in state.messages:
         if not (m.status is AVAILABLE
-                or (m.status is HELD and m.back_from is not None and m.back_from <= now)):
+                or (m.status is HELD and m.redelivery_from is not None and m.redelivery_from <= now)):
             continue
         if keyed:
             if m.key not in targets:

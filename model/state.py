@@ -44,42 +44,54 @@ AVAILABLE, HELD, ACKED = Status.AVAILABLE, Status.HELD, Status.ACKED
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Message:
+    """One message of the topic as the model knows it. Each field says what in the broker or the
+    client it stands for; the model keeps a bound or a flag where Pulsar's own state is hidden."""
+
     id: MessageId
     key: str | None = None
     status: Status = Status.AVAILABLE
+    # The consumer whose application holds it (HELD): the message is in that consumer's pending
+    # acks on the broker (Consumer.pendingAcks) and in its client's unacked-message tracker.
     holder: str | None = None
     delivered: bool = False
-    # Never dispatched to anyone as far as the model can tell: its first delivery must come in
-    # publish order. False once it may have sat in a receiver queue that was handed back (a
-    # consumer's close, a rewind, a reopened topic).
-    fresh: bool = True
+    # Never dispatched to anyone as far as the model can tell: not in any receiver queue nor in the
+    # dispatcher's replay queue (messagesToRedeliver), so its first delivery must come in publish
+    # order. False once it may have sat in a receiver queue that was handed back (a consumer's
+    # close, a rewind, a reopened topic).
+    never_dispatched: bool = True
     ack_confirmed: bool = False
-    # Extra deliveries the at-least-once contract allows beyond the normal ones: an acked message
-    # whose ack may not have reached the broker when a redelivery was requested, a message that
-    # may sit in a receiver queue when it is dispatched again, one more per repeated rewind.
-    spare: int = 0
-    # A HELD message with a redelivery requested inside a window: back no earlier than `back_from`,
-    # and certainly back (AVAILABLE) at `back_by`.
-    back_from: int | None = None
-    back_by: int | None = None
+    # Deliveries that may still come beyond the one the model owes: a copy in a receiver queue
+    # (the client's incomingMessages) when the message was dispatched again, a copy in the replay
+    # queue of a rewind, a redelivery of an acked message whose ack had not reached the broker
+    # (the ack grouping tracker had not flushed it), one more per repeated rewind.
+    extra_deliveries: int = 0
+    # The redelivery window of a HELD message: the client's NegativeAcksTracker (nack delay) or
+    # UnAckedMessageTracker (ack timeout) asks the broker to redeliver it no earlier than
+    # `redelivery_from`, and it is certainly back (AVAILABLE) at `redelivery_by`.
+    redelivery_from: int | None = None
+    redelivery_by: int | None = None
+    # The redelivery count the next delivery may carry, as an interval: the broker's redelivery
+    # tracker (InMemoryRedeliveryTracker, Shared and Key_Shared) counts per entry.
     count_lo: int = 0
     count_hi: int = 0
     # The count of the copy the application received last (what the client's dead-letter check
     # compares; copies still to come may carry another one).
     held_count: int = 0
-    # The lowest count of a copy another consumer's application got and may hand back (its close):
-    # that copy keeps its count, whatever later requests added (the model keeps one holder).
-    floor: int = 1 << 30
-    # Received by one consumer while another's application held it: the broker may count it as
-    # pending on either, so a nack or redeliver from the one the model has as holder may be
-    # ignored by the broker (it only redelivers what is pending on the asking consumer).
-    copied: bool = False
+    # The lowest count an older copy still to come may carry below `count_lo`: a copy another
+    # consumer's application got and may hand back (its close), or one dispatched after the
+    # redelivery tracker forgot the message (an ack or a batch-index ack). Such a copy keeps its
+    # count whatever later requests added (the model keeps one holder). 1 << 30: none.
+    older_copy_count: int = 1 << 30
+    # Received by one consumer while another's application held it: the broker may have it in
+    # either consumer's pending acks, so a nack or redeliver from the one the model has as holder
+    # may be ignored by the broker (it only redelivers what is pending on the asking consumer).
+    held_by_two_consumers: bool = False
     serial: int = 0  # order of publication among sends and subscribes
     # The consumer whose seek targeted this message (or a later index of its batch): that
     # consumer's client skips it, so it is not owed while that consumer is connected.
     skipped_by: str | None = None
     # Failover: unacknowledged when the active consumer changed again within the failover delay;
-    # the broker may not redeliver it until the next rewind (KNOWN_DIVERGENCES.md 11).
+    # the broker may not redeliver it until the next rewind (KNOWN_DIVERGENCES.md KD-11).
     stalled: bool = False
     # Marked ACKED because the client may have sent it to the dead-letter topic (a copy with the
     # limiting count may have reached the receiver queue): unsure, not an application's ack.
@@ -125,9 +137,11 @@ class State:
     # Exclusive before the first landed, every message of the backlog came three times).
     rewinds: int = 0
     reopened_serial: int = 0  # the serial of the last unload, restart or crash
-    # Key_Shared: (key, owner, movers): the key stays with its owner while it is connected; it may
-    # move only to a mover (a consumer that joined after the key was bound, or its previous owner,
-    # which may still have messages of the key in its receiver queue).
+    # Key_Shared: (key, owner, may_also_receive): the key stays with the consumer it was
+    # dispatched to (the sticky-key dispatcher's hash range) while that consumer is connected; it
+    # may go only to a consumer in may_also_receive: one that joined after the key was bound (the
+    # dispatcher's recently joined consumers, PIP-379's draining hashes), or its previous owner,
+    # which may still have messages of the key in its receiver queue.
     key_owners: tuple[tuple[str | None, str, tuple[str, ...]], ...] = ()
 
     # with_(**changes): `dataclasses.replace(self, **changes)`, made fast by model.records (set below).

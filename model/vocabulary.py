@@ -84,7 +84,7 @@ def _tick(state: State) -> tuple[o.Op, ...]:
     spec = state.spec
     ticks = []
     if (state.rewind_window is not None or state.paused_until > state.now
-            or any(m.back_by is not None for m in state.messages)):
+            or any(m.redelivery_by is not None for m in state.messages)):
         ticks.append(_op(o.Tick, ms=spec.nack_window_ms[1] + 50))
     if any(c.pending_acks for c in state.consumers):
         ticks.append(_op(o.Tick, ms=spec.ack_grouping_ms + 50))

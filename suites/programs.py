@@ -92,7 +92,8 @@ def settle(run: Lockstep, drain_idle_ms: int) -> None:
     if state is None or not state.connected():
         return
     run.begin("teardown")
-    waits = [m.back_by - state.now for m in state.messages if m.status is Status.HELD and m.back_by is not None]
+    waits = [m.redelivery_by - state.now for m in state.messages
+             if m.status is Status.HELD and m.redelivery_by is not None]
     waits += [state.paused_until - state.now] if state.paused_until > state.now else []
     if waits:
         perform(run, o.Tick(ms=max(waits) + 20))

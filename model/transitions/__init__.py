@@ -88,13 +88,13 @@ def _advance_clock(state: State, at: int) -> State:
         state = ack_timeouts_open(state, now)
     # A due message whose client may dead-letter it when the timer fires is gone, or may come.
     due = {m.id: m.with_(status=ACKED if m.dead_letter_unsure else AVAILABLE, holder=None,
-                         back_from=None, back_by=None)
-           for m in state.messages if m.status is HELD and m.back_by is not None and m.back_by <= now}
+                         redelivery_from=None, redelivery_by=None)
+           for m in state.messages if m.status is HELD and m.redelivery_by is not None and m.redelivery_by <= now}
     state = replace_messages(state.with_(now=now), due)
     if state.rewind_window is not None and now > state.rewind_window[1]:
         # The rewinds have landed: a message that was in the receiver queue may be there once
         # more per rewind.
-        queued = {m.id: m.with_(spare=m.spare + state.rewinds, fresh=False) for m in state.messages
-                  if m.status is AVAILABLE}
+        queued = {m.id: m.with_(extra_deliveries=m.extra_deliveries + state.rewinds, never_dispatched=False)
+                  for m in state.messages if m.status is AVAILABLE}
         state = replace_messages(state.with_(rewind_window=None, rewinds=0), queued)
     return state

@@ -13,8 +13,7 @@ from __future__ import annotations
 
 from model import cursor as cur
 from model import ops as o
-from model.checks import (check_ack, check_cumulative_refused_on_shared, check_cursor, confirmed_entries,
-                          maybe_acked_entries)
+from model.checks import check_ack, check_cumulative_refused_on_shared, check_cursor, cursor_bounds
 from model.state import ACKED, AVAILABLE, HELD, State, replace_consumer, replace_message, replace_messages
 from model.violations import CursorPrefixQuestion, Result
 
@@ -29,30 +28,30 @@ def acknowledge(state: State, op: o.Acknowledge, completion: o.Completion) -> Re
         return problem
     # Acked while its redelivery is already requested: the request may reach the broker first, or
     # bring the whole batch entry back (found on the broker: nack m1.2, ack m1.0, m1.0 came again).
-    requested = message.status is HELD and message.back_from is not None
-    spare = message.spare + (1 if requested else 0)
+    requested = message.status is HELD and message.redelivery_from is not None
+    extra = message.extra_deliveries + (1 if requested else 0)
     # The count that request added may never happen: a close before the nack delay drops it with
     # the client's tracker (found on the broker: nack m0.0, ack it, close; m0.0 came back, its
     # entry not deleted, with count 0).
     lo = max(message.count_lo - 1, 0) if requested and state.spec.subscription_type.tracks_redelivery_count \
         else message.count_lo
-    acked = message.with_(status=ACKED, holder=None, back_from=None, back_by=None, spare=spare, count_lo=lo,
-                          dead_letter_unsure=False)
-    if spare and state.spec.subscription_type.tracks_redelivery_count:
+    acked = message.with_(status=ACKED, holder=None, redelivery_from=None, redelivery_by=None, extra_deliveries=extra,
+                          count_lo=lo, dead_letter_unsure=False)
+    if extra and state.spec.subscription_type.tracks_redelivery_count:
         # A copy still to come may carry count 0: the broker's redelivery tracker forgets the
         # message when the ack arrives, and a copy dispatched after that is counted from nothing
         # (found on the broker: Key_Shared, m0 nacked twice, came back with count 1, acked, then
         # came again with count 0).
-        acked = acked.with_(floor=0)
+        acked = acked.with_(older_copy_count=0)
     state = replace_message(state, acked)
     if op.message.index >= 0 and state.spec.batch_index_ack and state.spec.subscription_type.tracks_redelivery_count:
         # The tracker counts per entry and forgets the entry at a batch-index ack: the other
         # indexes' copies to come are counted from nothing again, a redelivery already requested
         # counted once if the ack reached the broker first (found on the broker: m0.0 nacked twice,
         # m0.2 acked with the second nack, m0.0 came back with count 1, not 2).
-        state = replace_messages(state, {m.id: m.with_(floor=min(m.floor, 1 if m.back_from is not None else 0))
-                                         for m in state.messages
-                                         if m.id.entry == op.message.entry and m.id != op.message})
+        state = replace_messages(state, {
+            m.id: m.with_(older_copy_count=min(m.older_copy_count, 1 if m.redelivery_from is not None else 0))
+            for m in state.messages if m.id.entry == op.message.entry and m.id != op.message})
     return replace_consumer(state, consumer.with_(pending_acks=consumer.pending_acks + (("individual", op.message),)))
 
 
@@ -65,9 +64,9 @@ def acknowledge_cumulative(state: State, op: o.AcknowledgeCumulative, completion
     problem = check_ack(state, op, completion)
     if problem is not None:
         return problem
-    covered = {m.id: m.with_(status=ACKED, holder=None, back_from=None, back_by=None,
+    covered = {m.id: m.with_(status=ACKED, holder=None, redelivery_from=None, redelivery_by=None,
                              # prefetched but never received: may still come out of the receiver queue
-                             spare=m.spare + (0 if m.delivered else 1))
+                             extra_deliveries=m.extra_deliveries + (0 if m.delivered else 1))
                for m in state.messages if m.id <= op.message and m.status is not ACKED}
     state = replace_messages(state, covered)
     return replace_consumer(state, consumer.with_(pending_acks=consumer.pending_acks + (("cumulative", op.message),)))
@@ -125,12 +124,11 @@ def read_cursor(state: State, op: o.ReadCursor, completion: o.Completion) -> Res
     flushed = state
     for consumer in state.connected():
         flushed = flush_acks(flushed, consumer.name)
-    problem = check_cursor(state, observed, flushed=flushed)
+    bounds = cursor_bounds(state, flushed)
+    problem = check_cursor(state, observed, bounds)
     if problem is not None:
         return problem
-    observed_acked = observed.acknowledged(len(state.entries))
-    at_a_bound = observed_acked in (confirmed_entries(state), flushed.cursor.acknowledged(len(state.entries)))
-    if at_a_bound or maybe_acked_entries(state):
+    if bounds.doubtful or observed.acknowledged(len(state.entries)) in (bounds.least, bounds.most):
         return settle(state, observed)
     pending = tuple((c.name, kind, m) for c in state.connected() for kind, m in c.pending_acks)
     if any(m.index >= 0 for _, _, m in pending):
@@ -158,8 +156,8 @@ def settle(state: State, observed: cur.Cursor) -> State:
             # The ack was lost: the message is owed again, which uses up the one extra delivery the
             # doubt allowed; extra copies for other causes stay (found on the broker: after two
             # unloads c1 got m0, whose ack was lost, twice: its receiver queue and the reconnect).
-            changed[message.id] = message.with_(status=AVAILABLE, ack_confirmed=False,
-                                                spare=max(message.spare - 1, 0), dead_letter_unsure=False)
+            changed[message.id] = message.with_(status=AVAILABLE, ack_confirmed=False, dead_letter_unsure=False,
+                                                extra_deliveries=max(message.extra_deliveries - 1, 0))
     state = replace_messages(state, changed)
     confirmed_cursor = cur.from_acknowledged(observed.acknowledged(len(state.entries)) - set(range(observed.mark_delete + 1)),
                                              mark_delete=observed.mark_delete, batch_deleted=state.cursor.batch_deleted,

@@ -46,10 +46,11 @@ def subscribe(state: State, op: o.Subscribe, completion: o.Completion) -> Result
         return problem
     if not state.consumers and state.spec.initial_position is InitialPosition.LATEST:
         state = _created_at_latest(state)
-    movers = tuple((k, owner, tuple(sorted(set(extra) | {op.consumer}))) for k, owner, extra in state.key_owners)
+    # The newcomer may take any bound key's hash range.
+    key_owners = tuple((k, owner, tuple(sorted(set(others) | {op.consumer}))) for k, owner, others in state.key_owners)
     state = failover_may_switch(state) if state.connected() else _pause_if_failover_switch(state, becomes_active=True)
     return state.with_(consumers=state.consumers + (Consumer(name=op.consumer, serial=state.serial + 1),),
-                       key_owners=movers, serial=state.serial + 1)
+                       key_owners=key_owners, serial=state.serial + 1)
 
 
 def _created_at_latest(state: State) -> State:
@@ -69,7 +70,7 @@ def _take_over(state: State, newcomer: str) -> State:
         if m.status is HELD and m.holder in old:
             changed[m.id] = _handed_back(state, m)
         elif m.status is ACKED and not m.ack_confirmed:
-            changed[m.id] = m.with_(spare=m.spare + 1)
+            changed[m.id] = m.with_(extra_deliveries=m.extra_deliveries + 1)
     state = replace_messages(state, changed)
     consumers = tuple(c.with_(connected=False, pending_acks=()) if c.connected else c for c in state.consumers)
     return state.with_(consumers=consumers + (Consumer(name=newcomer, serial=state.serial + 1),),
@@ -89,7 +90,8 @@ def failover_may_switch(state: State) -> State:
     # unacknowledged undelivered (seen for more than two seconds after the pause) while messages
     # sent later flow: it is not owed until something rewinds the subscription again.
     again = state.paused_until > state.now
-    changed = {m.id: m.with_(spare=m.spare + 1, fresh=False, stalled=m.stalled or (again and m.status is not ACKED))
+    changed = {m.id: m.with_(extra_deliveries=m.extra_deliveries + 1, never_dispatched=False,
+                             stalled=m.stalled or (again and m.status is not ACKED))
                for m in state.messages if m.status is not ACKED or not m.ack_confirmed}
     return replace_messages(state, changed).with_(cursor=cur.rewind(state.cursor),
                                                   paused_until=state.now + state.spec.failover_delay_ms)
@@ -119,12 +121,12 @@ def close(state: State, op: o.Close, completion: o.Completion) -> Result:
         # A message another consumer holds as the model has it may have a copy in this one's
         # application too: the close hands that copy back, with its count (found on the broker: c0
         # held m1.0 with count 1 and c2 an older copy with count 0; after c0's close c1 got it).
-        changed.update({m.id: m.with_(spare=m.spare + 1) for m in state.messages
-                        if m.status is HELD and m.copied and m.holder != op.consumer})
+        changed.update({m.id: m.with_(extra_deliveries=m.extra_deliveries + 1) for m in state.messages
+                        if m.status is HELD and m.held_by_two_consumers and m.holder != op.consumer})
     if remaining:
         # Messages in the closed consumer's receiver queue go to the others, out of publish order.
-        changed.update({m.id: m.with_(fresh=False) for m in state.messages
-                        if m.status is AVAILABLE and m.fresh})
+        changed.update({m.id: m.with_(never_dispatched=False) for m in state.messages
+                        if m.status is AVAILABLE and m.never_dispatched})
     # Any batch entry not yet deleted may have been pending on this consumer, its receiver queue
     # included (found on the broker: c0 got a batch, acked m0.0, closed; c2 got m0.0 again).
     state = entries_come_back(replace_messages(state, changed), set(range(len(state.entries))), owed=closers_entries)
@@ -149,19 +151,20 @@ def _handed_back(state: State, message: Message) -> Message:
     message comes back uncounted), so the count that request added may not happen."""
     if message.dead_letter_unsure:
         # Another consumer's client may have dead-lettered it: it may come once more, or never.
-        return message.with_(status=ACKED, holder=None, back_from=None, back_by=None, spare=message.spare + 1)
+        return message.with_(status=ACKED, holder=None, redelivery_from=None, redelivery_by=None,
+                             extra_deliveries=message.extra_deliveries + 1)
     lo, hi = message.count_lo, message.count_hi
-    if message.back_from is not None and state.spec.subscription_type.tracks_redelivery_count:
+    if message.redelivery_from is not None and state.spec.subscription_type.tracks_redelivery_count:
         lo = max(lo - 1, 0)
-        hi = hi - 1 if state.now < message.back_from else hi
-    return message.with_(status=AVAILABLE, holder=None, back_from=None, back_by=None, fresh=False,
-                         count_lo=lo, count_hi=max(hi, lo))
+        hi = hi - 1 if state.now < message.redelivery_from else hi
+    return message.with_(status=AVAILABLE, holder=None, redelivery_from=None, redelivery_by=None,
+                         never_dispatched=False, count_lo=lo, count_hi=max(hi, lo))
 
 
 def bind_key(state: State, message: Message, consumer: Consumer) -> State:
     """Bind the key to the consumer that received it. The broker bound it when it dispatched the
     message, at some moment after the message was sent and the consumer subscribed: consumers that
-    joined after that moment may have taken the key's hash range, so they are movers."""
+    joined after that moment may have taken the key's hash range, so they may also receive it."""
     if state.spec.subscription_type is not SubscriptionType.KEY_SHARED:
         return state
     key = message.key
@@ -170,9 +173,9 @@ def bind_key(state: State, message: Message, consumer: Consumer) -> State:
     if previous is not None and previous[1] == consumer.name:
         return state
     earliest_dispatch = max(message.serial, consumer.serial)
-    movers = {c.name for c in state.connected() if c.serial > earliest_dispatch and c.name != consumer.name}
+    may_also_receive = {c.name for c in state.connected() if c.serial > earliest_dispatch and c.name != consumer.name}
     # The previous owner may still receive messages of the key already in its receiver queue.
     if previous is not None:
-        movers.add(previous[1])
-    binding = (key, consumer.name, tuple(sorted(movers)))
+        may_also_receive.add(previous[1])
+    binding = (key, consumer.name, tuple(sorted(may_also_receive)))
     return state.with_(key_owners=tuple(sorted(others + (binding,), key=lambda b: str(b[0]))))

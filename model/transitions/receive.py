@@ -2,7 +2,7 @@
 
 A delivery is checked (model/checks.py: phantom, dead letter, duplicates, order, Key_Shared
 stickiness, redelivery count), then the message is HELD by the consumer. A delivery uses up the
-open redelivery window first, else one spare delivery; it narrows or widens the interval of counts
+open redelivery window first, else one extra delivery; it narrows or widens the interval of counts
 copies still to come may carry; with an ack timeout it starts the client's tracking
 (UnAckedMessageTracker, from the application's receive: apache/pulsar#3079); on Key_Shared it
 binds the key to the consumer (model/transitions/consumers.py).
@@ -31,7 +31,7 @@ def receive(state: State, op: o.Receive, completion: o.Completion) -> Result:
     problem = delivery_problem(state, message, consumer, delivery.redelivery_count)
     if problem is not None:
         return problem
-    first = not message.delivered and message.fresh
+    first = not message.delivered and message.never_dispatched
     if message.dead_letter_unsure and message.status is ACKED:
         # A copy of a message its client may have dead-lettered: the application holds it either
         # way (the client dead-letters what its receiver queue held when a redelivery was asked,
@@ -41,27 +41,28 @@ def receive(state: State, op: o.Receive, completion: o.Completion) -> Result:
         # before its redeliver call, and after c1's close m0 never came again.
         message = message.with_(status=HELD, holder=op.consumer)
     if message.status is ACKED:
-        delivered = message.with_(delivered=True, spare=max(message.spare - 1, 0))
+        delivered = message.with_(delivered=True, extra_deliveries=max(message.extra_deliveries - 1, 0))
     else:
-        window_open = message.back_from is not None and state.now >= message.back_from
-        # A delivery uses up the open redelivery window first, else one spare delivery; a spare one
+        window_open = message.redelivery_from is not None and state.now >= message.redelivery_from
+        # A delivery uses up the open redelivery window first, else one extra delivery; an extra one
         # leaves a requested redelivery on its way (found on the broker: Exclusive, zero queue, a
         # rewind delivered m0 while a later nack's rewind was pending, which delivered it again).
-        used_spare = not window_open and message.status is not AVAILABLE
-        spare = max(message.spare - 1, 0) if used_spare else message.spare
-        pending = (message.back_from, message.back_by) if used_spare else (None, None)
-        delivered = message.with_(status=HELD, holder=op.consumer, delivered=True, spare=spare,
-                                  back_from=pending[0], back_by=pending[1], skipped_by=None, stalled=False)
-    # A spare copy still to come was dispatched again by a later request: it may carry a higher
+        used_extra = not window_open and message.status is not AVAILABLE
+        remaining = max(message.extra_deliveries - 1, 0) if used_extra else message.extra_deliveries
+        pending = (message.redelivery_from, message.redelivery_by) if used_extra else (None, None)
+        delivered = message.with_(status=HELD, holder=op.consumer, delivered=True, extra_deliveries=remaining,
+                                  redelivery_from=pending[0], redelivery_by=pending[1], skipped_by=None, stalled=False)
+    # An extra copy still to come was dispatched again by a later request: it may carry a higher
     # count; or it is an older copy still queued (found on the broker: c1 got m0.0 with count 2,
     # then c0's receiver queue gave it with count 1): it may carry a lower one.
-    extra = delivered.spare if state.spec.subscription_type.tracks_redelivery_count else 0
+    extra = delivered.extra_deliveries if state.spec.subscription_type.tracks_redelivery_count else 0
     lowest = min(message.count_lo, delivery.redelivery_count) if extra else delivery.redelivery_count
     if message.status is HELD and message.holder != op.consumer:
         # The copy the other consumer's application holds may still come back with its own count
         # (found on the broker: c0 held m0.0 with count 1, c1 got it with count 2, then after c0's
         # close c2 got it with count 1).
-        delivered = delivered.with_(floor=min(message.held_count, message.floor), copied=True)
+        delivered = delivered.with_(older_copy_count=min(message.held_count, message.older_copy_count),
+                                    held_by_two_consumers=True)
     # A copy still to come may also be one a request sent after the copy just received (found on
     # the broker: c2's redeliver sent m1.0 with count 3 while c1's queue gave an older copy with
     # count 1): the upper bound stays where it was.
@@ -72,24 +73,24 @@ def receive(state: State, op: o.Receive, completion: o.Completion) -> Result:
                                 held_count=delivery.redelivery_count)
     if state.rewind_window is not None and delivered.status is HELD and message.status is AVAILABLE:
         # First received while rewinds are on their way: each may deliver it once more.
-        delivered = delivered.with_(spare=delivered.spare + state.rewinds)
+        delivered = delivered.with_(extra_deliveries=delivered.extra_deliveries + state.rewinds)
     window = state.spec.ack_timeout_window_ms
     if window is not None and delivered.status is HELD:
         # Ack timeout: tracking starts when the application receives the message (PR #3079); the
         # redelivery is requested between the timeout and one tracker tick after it.
-        back_from = state.now + window[0]
+        earliest = state.now + window[0]
         if state.spec.subscription_type.single_active_consumer:
             # Exclusive/Failover: the client turns a timeout into a redelivery of everything
             # unacknowledged (found on the broker: m1, received 8 s after m0, came back with m0
             # 10 s after m0), so it may come back once an earlier held message's window opens.
-            earlier = [m.back_from for m in state.messages
-                       if m.holder == op.consumer and m.status is HELD and m.back_from is not None]
-            back_from = max(state.now, min(earlier, default=back_from))
-        pending = (delivered.back_from, delivered.back_by)
-        delivered = requested(state, delivered, back_from, state.now + window[1])
-        if pending[0] is not None and delivered.back_from is not None:
-            delivered = delivered.with_(back_from=min(pending[0], delivered.back_from),
-                                        back_by=max(pending[1], delivered.back_by))
+            earlier = [m.redelivery_from for m in state.messages
+                       if m.holder == op.consumer and m.status is HELD and m.redelivery_from is not None]
+            earliest = max(state.now, min(earlier, default=earliest))
+        pending = (delivered.redelivery_from, delivered.redelivery_by)
+        delivered = requested(state, delivered, earliest, state.now + window[1])
+        if pending[0] is not None and delivered.redelivery_from is not None:
+            delivered = delivered.with_(redelivery_from=min(pending[0], delivered.redelivery_from),
+                                        redelivery_by=max(pending[1], delivered.redelivery_by))
     state = replace_message(state, delivered)
     if first:
         state = replace_consumer(state, consumer.with_(last_first_delivery=max(consumer.last_first_delivery,

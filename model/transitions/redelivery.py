@@ -2,7 +2,7 @@
 entries that come back whole, and the client's dead-letter routing.
 
 A redelivery the client asks for lands inside a window (the nack delay and the tracker's tick,
-the ack timeout and its tick): the message is HELD with `back_from`/`back_by` until then. On
+the ack timeout and its tick): the message is HELD with its `redelivery_from`/`redelivery_by` until then. On
 Shared and Key_Shared the broker redelivers what is pending on the asking consumer and counts it
 in its redelivery tracker (InMemoryRedeliveryTracker, per entry); on Exclusive and Failover the
 client asks for everything unacknowledged and the broker rewinds the cursor ("We cannot redeliver
@@ -34,12 +34,13 @@ def negative_acknowledge(state: State, op: o.NegativeAcknowledge, completion: o.
     targets = entry_mates if message.id.index >= 0 else [message]
     changed = {}
     for target in targets:
-        if target.status is HELD and target.holder == op.consumer and target.back_from is not None:
+        if target.status is HELD and target.holder == op.consumer and target.redelivery_from is not None:
             # Nacked again before it came back: the client's tracker keeps one entry per message and
             # moves its due time (C++ NegativeAcksTracker); observed on 4.0.7: one redelivery, count +1.
             # Should the first due time have fired already, a second copy may follow.
-            changed[target.id] = target.with_(back_by=max(target.back_by or 0, completion.at + hi),
-                                              count_hi=target.count_hi + 1, spare=target.spare + 1)
+            changed[target.id] = target.with_(redelivery_by=max(target.redelivery_by or 0, completion.at + hi),
+                                              count_hi=target.count_hi + 1,
+                                              extra_deliveries=target.extra_deliveries + 1)
         elif target.status is HELD and target.holder == op.consumer:
             changed[target.id] = requested(state, target, completion.at + lo, completion.at + hi)
         elif target.status is ACKED and not target.ack_confirmed or target.id.entry == message.id.entry:
@@ -47,43 +48,46 @@ def negative_acknowledge(state: State, op: o.NegativeAcknowledge, completion: o.
             # still in the receiver queue stays there too (found on the broker: c0's queue gave
             # m0.1 uncounted, then the redelivered entry gave it to c1 with count 1).
             bump = 1 if state.spec.subscription_type.tracks_redelivery_count else 0
-            changed[target.id] = target.with_(spare=target.spare + (0 if target.status is HELD else 1),
-                                              count_hi=target.count_hi + bump)
+            changed[target.id] = target.with_(
+                extra_deliveries=target.extra_deliveries + (0 if target.status is HELD else 1),
+                count_hi=target.count_hi + bump)
     return replace_messages(state, changed)
 
 
-def requested(state: State, message: Message, back_from: int, back_by: int) -> Message:
-    """A redelivery of a held message was requested; it lands inside [back_from, back_by]."""
+def requested(state: State, message: Message, earliest: int, latest: int) -> Message:
+    """A redelivery of a held message was requested; it lands inside [earliest, latest]."""
     bump = 1 if state.spec.subscription_type.tracks_redelivery_count else 0
     dead_letter = goes_to_dead_letter(state, message)
-    if message.copied and bump and dead_letter is False and not message.dead_letter_unsure:
+    if message.held_by_two_consumers and bump and dead_letter is False and not message.dead_letter_unsure:
         # The broker may hold it as pending on the other consumer and ignore the request (found on
         # the broker: c0 got m1 with count 1, c1 then its older queued copy with count 0; c1's
         # nack of m1 brought nothing back while c0 held it): it may come, it is not owed.
-        return message.with_(spare=message.spare + 1, count_hi=message.count_hi + bump)
+        return message.with_(extra_deliveries=message.extra_deliveries + 1, count_hi=message.count_hi + bump)
     if dead_letter is True:
-        if back_from > state.now:
+        if earliest > state.now:
             # A nack or an ack timeout: the client dead-letters when its timer fires, and a close
             # before that drops the timer (found on the broker: c1 held m0 with count 1, max 1,
             # nacked it and closed within 10 ms; m0 came again with count 0).
-            return message.with_(back_from=back_from, back_by=back_by, dead_letter_unsure=True)
+            return message.with_(redelivery_from=earliest, redelivery_by=latest, dead_letter_unsure=True)
         # Dead-lettered by this client: copies queued elsewhere are still handed out (found on the
         # broker: c1's redeliver brought m2 to c0 with count 1, max 1; c0's redeliver dead-lettered
         # it, then c1 got the copy its queue kept from before, with count 0).
-        return message.with_(status=ACKED, holder=None, back_from=None, back_by=None)
+        return message.with_(status=ACKED, holder=None, redelivery_from=None, redelivery_by=None)
     if dead_letter is None or message.dead_letter_unsure:
         # Another copy the client got may carry the count that sends it to the DLQ (or already
         # did): it may come once more or never.
         # A copy that does come was requested earlier, or now: its count is anywhere up to the limit.
         limit = state.spec.max_redeliver_count
-        return message.with_(status=ACKED, holder=None, back_from=None, back_by=None, spare=message.spare + 1,
+        return message.with_(status=ACKED, holder=None, redelivery_from=None, redelivery_by=None,
+                             extra_deliveries=message.extra_deliveries + 1,
                              count_hi=max(message.count_hi, min(message.count_hi + bump, limit)),
                              dead_letter_unsure=True)
-    # A spare copy still on its way (e.g. an older one in another consumer's receiver queue) keeps
+    # An extra copy still on its way (e.g. an older one in another consumer's receiver queue) keeps
     # the count it was dispatched with (found on the broker: c1 got m0.2 with count 1 and nacked
     # it; the copy c0 had queued since the first dispatch then came with count 0).
-    lowest = message.count_lo if message.spare else message.count_lo + bump
-    return message.with_(back_from=back_from, back_by=back_by, count_lo=lowest, count_hi=message.count_hi + bump)
+    lowest = message.count_lo if message.extra_deliveries else message.count_lo + bump
+    return message.with_(redelivery_from=earliest, redelivery_by=latest, count_lo=lowest,
+                         count_hi=message.count_hi + bump)
 
 
 def goes_to_dead_letter(state: State, message: Message, *, held_count: int | None = None) -> bool | None:
@@ -105,29 +109,31 @@ def redeliver(state: State, consumer: str, at: int, *, window: tuple[int, int]) 
     on Exclusive/Failover the broker rewinds the cursor, so unconfirmed acks may come back too."""
     lo, hi = window
     rewind = state.spec.subscription_type.single_active_consumer
-    limit = state.spec.max_redeliver_count if state.spec.subscription_type.tracks_redelivery_count else None
+    tracked = state.spec.subscription_type.tracks_redelivery_count
+    limit = state.spec.max_redeliver_count if tracked else None
     changed = {}
     for message in state.messages:
         if message.status is HELD and message.holder == consumer:
             asked = requested(state, message, at + lo, at + hi)
-            if message.back_from is not None and asked.status is HELD:
+            if message.redelivery_from is not None and asked.status is HELD:
                 # A second request before the first landed: both may deliver it (a rewind each),
                 # the first copy with the first request's count (found on the broker: two
                 # redeliver calls in the same millisecond, m2 came with count 1).
-                asked = asked.with_(spare=asked.spare + 1, count_lo=message.count_lo)
+                asked = asked.with_(extra_deliveries=asked.extra_deliveries + 1, count_lo=message.count_lo)
             changed[message.id] = asked
-        elif message.status is HELD and message.copied and state.spec.subscription_type.tracks_redelivery_count:
+        elif message.status is HELD and message.held_by_two_consumers and tracked:
             # Another consumer holds it as the model has it, but this one's application may hold a
             # copy too, which the broker may count as pending here: it may come once more, counted
             # (found on the broker: c0 got m0.0 with count 3, c1 then with count 2; c0's redeliver
             # brought it to c1 with count 4). If that copy's count reached the limit, its client
             # may dead-letter it instead (c1 got m3 with count 1, max 1, c0 then an older queued
             # copy with count 0; after c1's redeliver and c0's close, m3 never came again).
-            changed[message.id] = message.with_(spare=message.spare + 1, count_hi=message.count_hi + 1,
+            changed[message.id] = message.with_(extra_deliveries=message.extra_deliveries + 1,
+                                                count_hi=message.count_hi + 1,
                                                 dead_letter_unsure=message.dead_letter_unsure
-                                                or (limit is not None and message.floor >= limit))
+                                                or (limit is not None and message.older_copy_count >= limit))
         elif message.status is ACKED and not message.ack_confirmed and rewind:
-            changed[message.id] = message.with_(spare=message.spare + 1)
+            changed[message.id] = message.with_(extra_deliveries=message.extra_deliveries + 1)
         elif message.status is AVAILABLE:
             # It may sit in this consumer's receiver queue (the client does not clear it): it may be
             # dispatched again, a duplicate, and on Shared the broker counts it as redelivered.
@@ -137,8 +143,8 @@ def redeliver(state: State, consumer: str, at: int, *, window: tuple[int, int]) 
             # If it does come, its count was below the limit: the bound stays where it is.
             dead_letter = goes_to_dead_letter(state, message, held_count=0) is not False
             count_hi = message.count_hi if dead_letter else message.count_hi + bump
-            changed[message.id] = message.with_(count_hi=count_hi, spare=message.spare + 1, fresh=False,
-                                                status=ACKED if dead_letter else AVAILABLE,
+            changed[message.id] = message.with_(count_hi=count_hi, extra_deliveries=message.extra_deliveries + 1,
+                                                never_dispatched=False, status=ACKED if dead_letter else AVAILABLE,
                                                 dead_letter_unsure=dead_letter)
     state = entries_come_back(replace_messages(state, changed), {message_id.entry for message_id in changed},
                               counted=True)
@@ -157,16 +163,16 @@ def ack_timeouts_open(state: State, now: int) -> State:
     come twice, an ack not yet flushed may be lost), on Shared/Key_Shared the message's whole batch
     entry (its other indexes, acked or queued, may come again, counted)."""
     opening = [m for m in state.messages
-               if m.status is HELD and m.back_from is not None and state.now < m.back_from <= now]
+               if m.status is HELD and m.redelivery_from is not None and state.now < m.redelivery_from <= now]
     if not opening:
         return state
     if state.spec.subscription_type.single_active_consumer:
-        window = (min(m.back_from for m in opening), max(m.back_by for m in opening))
+        window = (min(m.redelivery_from for m in opening), max(m.redelivery_by for m in opening))
         if state.rewind_window is not None:
             if state.rewind_window[0] <= window[0] and window[1] <= state.rewind_window[1]:
                 return state  # a rewind already on its way covers it
             window = (min(window[0], state.rewind_window[0]), max(window[1], state.rewind_window[1]))
-        unflushed = {m.id: m.with_(spare=m.spare + 1) for m in state.messages
+        unflushed = {m.id: m.with_(extra_deliveries=m.extra_deliveries + 1) for m in state.messages
                      if m.status is ACKED and not m.ack_confirmed}
         return replace_messages(state, unflushed).with_(rewind_window=window, rewinds=state.rewinds + 1)
     bump = 1 if state.spec.subscription_type.tracks_redelivery_count else 0
@@ -179,7 +185,7 @@ def ack_timeouts_open(state: State, now: int) -> State:
         # An acked index stays out only if the broker has it as acked (batch-index acks).
         return m.status is not ACKED or not (m.ack_confirmed and state.spec.batch_index_ack)
 
-    return replace_messages(state, {m.id: m.with_(spare=m.spare + 1, count_hi=m.count_hi + bump)
+    return replace_messages(state, {m.id: m.with_(extra_deliveries=m.extra_deliveries + 1, count_hi=m.count_hi + bump)
                                     for m in state.messages if comes_with_the_entry(m)})
 
 
@@ -203,10 +209,10 @@ def entries_come_back(state: State, entries: set[int], *, counted: bool = False,
             # The client kept that partial batch ack with the copy it acked; the entry comes back
             # as new copies that must all be acked again (found on the broker: ack m0.0, close,
             # subscribe, ack m0.1 and m0.2 of the new copy, close: the batch came a third time).
-            changed[m.id] = m.with_(status=AVAILABLE, fresh=False, ack_confirmed=False,
+            changed[m.id] = m.with_(status=AVAILABLE, never_dispatched=False, ack_confirmed=False,
                                     count_hi=m.count_hi + bump, dead_letter_unsure=False)
         else:
-            changed[m.id] = m.with_(spare=m.spare + 1, count_hi=m.count_hi + bump)
+            changed[m.id] = m.with_(extra_deliveries=m.extra_deliveries + 1, count_hi=m.count_hi + bump)
     return replace_messages(state, changed)
 
 

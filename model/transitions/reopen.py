@@ -32,13 +32,13 @@ def seek(state: State, op: o.Seek, completion: o.Completion) -> Result:
     for message in state.messages:
         if message.id.entry >= target:
             skipped = message.id.entry == target and message.id.index <= op.message.index
-            changed[message.id] = message.with_(status=AVAILABLE, holder=None, back_from=None, back_by=None,
-                                                ack_confirmed=False, spare=message.spare + int(message.delivered),
-                                                count_lo=0, count_hi=message.count_hi + 1,
+            changed[message.id] = message.with_(status=AVAILABLE, holder=None, redelivery_from=None, redelivery_by=None,
+                                                ack_confirmed=False, count_lo=0, count_hi=message.count_hi + 1,
+                                                extra_deliveries=message.extra_deliveries + int(message.delivered),
                                                 skipped_by=op.consumer if skipped else None, dead_letter_unsure=False)
         elif message.status is not ACKED or not message.ack_confirmed:
             changed[message.id] = message.with_(status=ACKED, holder=None, ack_confirmed=True,
-                                                spare=0, back_from=None, back_by=None)
+                                                extra_deliveries=0, redelivery_from=None, redelivery_by=None)
     state = unstall(replace_messages(state, changed))
     consumers = tuple(c.with_(last_first_delivery=-1) for c in state.consumers)
     return state.with_(cursor=cur.reset(state.cursor, target), consumers=consumers)
@@ -56,11 +56,12 @@ def reopen(state: State, *, persisted: bool) -> Result:
     for message in state.messages:
         if message.status is ACKED:
             if not persisted or not message.ack_confirmed:
-                changed[message.id] = message.with_(spare=message.spare + 1, ack_confirmed=message.ack_confirmed and persisted)
+                changed[message.id] = message.with_(extra_deliveries=message.extra_deliveries + 1,
+                                                    ack_confirmed=message.ack_confirmed and persisted)
             elif message.count_hi:
                 changed[message.id] = message.with_(count_lo=0, count_hi=0)
         else:
-            changed[message.id] = message.with_(spare=message.spare + 1, fresh=False,
-                                                back_from=None, back_by=None, count_lo=0, count_hi=0)
+            changed[message.id] = message.with_(extra_deliveries=message.extra_deliveries + 1, never_dispatched=False,
+                                                redelivery_from=None, redelivery_by=None, count_lo=0, count_hi=0)
     state = unstall(replace_messages(state, changed))
     return state.with_(cursor=cur.rewind(state.cursor), reopened_serial=state.serial + 1, serial=state.serial + 1)

@@ -163,8 +163,8 @@ def stepped_counter(op, spec, counts, delivered):
     """The message's counter after `op` in model/transitions, as a MessageState (None: a violation)."""
     lo, hi = counts
     # A held message carries the count it was delivered with (lo == hi here: the encoding's domain).
-    held = Message(id=M, status=Status.HELD, holder="c0", delivered=True, fresh=False, count_lo=lo, count_hi=hi,
-                   held_count=lo)
+    held = Message(id=M, status=Status.HELD, holder="c0", delivered=True, never_dispatched=False, count_lo=lo,
+                   count_hi=hi, held_count=lo)
     available = held.with_(status=Status.AVAILABLE, holder=None)
     match op:
         case ctr.RedeliveryOp.RECEIVE:
@@ -188,7 +188,7 @@ def stepped_counter(op, spec, counts, delivered):
         return None
     message = state.message(M)
     dead = op is ctr.RedeliveryOp.REDELIVER and message.status is Status.ACKED
-    status = "available" if message.status is Status.HELD and message.back_by is not None else message.status.value
+    status = "available" if message.status is Status.HELD and message.redelivery_by is not None else message.status.value
     return ctr.MessageState(status=status, count_lo=message.count_lo, count_hi=message.count_hi, dead=dead)
 
 

@@ -55,14 +55,14 @@ def _crafted_cases():
     yield (checks.check_cumulative_refused_on_shared,
            (_state(SHARED, _held()), o.AcknowledgeCumulative(consumer="c0", message=M0), o.ok()))
     unacked = _state(SHARED, _held())
-    yield checks.check_cursor, (unacked, Cursor(mark_delete=0)), {"flushed": unacked}
+    yield checks.check_cursor, (unacked, Cursor(mark_delete=0), checks.cursor_bounds(unacked, flushed=unacked))
     yield checks.check_no_loss, (_state(SHARED, Message(id=M0)),)
     queue_of_one = Spec(receiver_queue_size=1)
     yield checks.check_receiver_queue, (_state(queue_of_one, Message(id=M0), Message(id=M1), consumers=("c0", "c1")),
                                         frozenset({"c0"}))
 
 
-CASES = {case[0]: case[1:] for case in _crafted_cases()}
+CASES = dict(_crafted_cases())
 RULE_PAIRS = [(guarantee, check) for guarantee, rules in RULES.items() for check in rules]
 
 
@@ -78,8 +78,7 @@ def test_every_check_serves_a_guarantee_and_has_a_crafted_case():
 
 @pytest.mark.parametrize(("guarantee", "check"), RULE_PAIRS, ids=[f"{g}-{c.__name__}" for g, c in RULE_PAIRS])
 def test_a_check_names_its_guarantee(guarantee, check):
-    args, *kwargs = CASES[check]
-    violation = check(*args, **(kwargs[0] if kwargs else {}))
+    violation = check(*CASES[check])
     assert isinstance(violation, Violation), f"{check.__name__} allowed the crafted observation"
     assert violation.guarantee is guarantee, violation.describe()
 

@@ -257,7 +257,7 @@ def test_an_older_queued_copy_may_come_after_a_newer_one_with_a_lower_count():
                (o.NegativeAcknowledge(consumer="c0", message=m(0, 0)), o.ok(at=709)),
                (o.RedeliverUnacknowledgedMessages(consumer="c0"), o.ok(at=1010)), got("c1", m(0, 0), 2, at=1015)]
     assert run(spec, program + [got("c0", m(0, 0), 1, at=1017)]).ok
-    # While a spare copy is on its way the lower bound stays where it was (the model does not know
+    # While an extra copy is on its way the lower bound stays where it was (the model does not know
     # which copy sat where; see test_a_queued_copy_keeps_its_count_after_another_consumer_nacks_its_sibling):
     # the copy c0 received at 707 had count 0, so 0 is allowed though no such copy is left.
     assert run(spec, program + [got("c0", m(0, 0), 0, at=1017)]).ok

@@ -269,7 +269,10 @@ class ConformanceReports:
 
 
 def is_conformance(item: pytest.Item) -> bool:
-    parts = Path(str(item.path)).parts
+    path = getattr(item, "path", None)  # an item without a file (a plugin's own) is not a conformance test
+    if path is None:
+        return False
+    parts = Path(str(path)).parts
     return any(parts[i:i + 2] == ("suites", "conformance") for i in range(len(parts) - 1))
 
 

@@ -3,8 +3,6 @@ what the sources give, every empty cell has a reason, and what the table reads i
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
 
 from model.guarantees import Guarantee
@@ -27,8 +25,9 @@ def test_every_guarantee_has_its_section_and_its_readme_row():
 
 @pytest.fixture
 def copy(tmp_path):
-    for name in (TABLE, README):
-        shutil.copy(ROOT / name, tmp_path / name)
+    """Up-to-date copies of both files, whatever the state of the repository's own."""
+    for name, text in table.expected().items():
+        (tmp_path / name).write_text(text)
     return tmp_path
 
 

@@ -9,6 +9,7 @@ checks: the one place to look for the rule a guarantee stands on.
 Each check reads the state the model keeps (model/state.py) and what the client observed; none
 changes the state. The cursor check decides the bounds; whether a cursor between them is a
 per-consumer prefix of the pending acks is the solver's question, asked by model/nondet.py.
+Notes name the test that shows a rule as model/transitions/redelivery.py describes.
 """
 
 from __future__ import annotations
@@ -106,8 +107,8 @@ def check_key_shared_stickiness(state: State, message: Message, consumer: str) -
             return Violation(guarantee=Guarantee.KEY_SHARED_STICKINESS,
                              detail=f"key {key!r} is bound to connected {owner}, yet {consumer} received {message.id}")
         # A held message with an extra copy to come may be a stale queued copy the broker no longer
-        # counts as pending on the owner (found on the broker: c1's redeliver sent m0 on while its
-        # queue gave c1 the old copies; m0 then went to c0, which had rejoined under its name).
+        # counts as pending on the owner (shown by history
+        # broker-stale-copies-do-not-hold-a-key.redelivery_count_and_dead_letter-Key_Shared-dlq2).
         held = [m.id for m in state.messages if m.key == key and m.status is HELD and m.holder == owner
                 and m.redelivery_from is None and m.extra_deliveries == 0]
         if held and message.never_dispatched and state.consumer(owner) is not None and owner not in may_also_receive:
@@ -121,8 +122,8 @@ def check_key_shared_stickiness(state: State, message: Message, consumer: str) -
 def stale_key_copy(state: State, message: Message, consumer: Consumer | None) -> bool:
     """Key_Shared: an extra copy of a redelivered message may be an old one still in the receiver
     queue of a consumer that joined before the key's owner, so held the key's hash when it was
-    dispatched (found on the broker: c0 alone had m1 queued; c1 and c2 joined; c0's redeliver sent
-    m1 to c2 with count 1, then c0's queue gave it with count 0)."""
+    dispatched (shown by history
+    broker-stale-queued-copy-of-a-moved-key.redelivery_count_and_dead_letter-Key_Shared-dlq2)."""
     if message.extra_deliveries == 0 or message.never_dispatched or consumer is None:
         return False
     binding = next((b for b in state.key_owners if b[0] == message.key), None)
@@ -275,8 +276,8 @@ def _skipped(state: State, seeker: str | None) -> bool:
 def _key_may_be_draining(state: State, key: str | None) -> bool:
     """Key_Shared (PIP-379, 4.0+): when a key's hash moves to a consumer that joined, the broker
     holds back the key's messages until the old consumer has acked the ones it holds: they are
-    not owed while that may be the case. Observed on 4.0.7: c0 alone gets m0 (key k) in its
-    queue, c1 joins, c0 receives m0 and holds it; m1 (key k) comes to nobody."""
+    not owed while that may be the case (no stored test yet: on the broker c0 alone got m0 (key
+    k) in its queue, c1 joined, c0 received m0 and held it; m1 (key k) came to nobody)."""
     if state.spec.subscription_type is not SubscriptionType.KEY_SHARED:
         return False
     # Which consumer the broker gave the key's hash is unknown until a delivery shows it, and the

@@ -134,10 +134,14 @@ def check_receiver_queues(verdict: Verdict, drained: frozenset[str]) -> Verdict:
     The broker dispatches to a consumer only while it has flow permits, which its client grants up
     to receiver_queue_size; it counts permits in messages but sends whole entries, and it turns
     permits into entries with the consumer's average messages per entry, which starts at 0 (taken
-    as 1). So a batch overshoots: observed on 4.0.7, with c0 idle and c1 drained, c0's queue kept
-    1, 2, 5 messages for sizes 1, 2, 5 and one whole batch entry of 3 for sizes 1 and 2; and a
-    consumer subscribing to redeliveries took two entries of 3 at once with 3 permits. The sound
-    bound is in entries (KNOWN_DIVERGENCES.md 15): an idle consumer holds at most
+    as 1). So a batch overshoots: an idle consumer's queue keeps one whole batch entry of 3 for
+    sizes 1 and 2 (shown by suites/model/test_fidelity_broker.py::
+    test_an_idle_shared_consumer_keeps_only_its_receiver_queue), and a consumer subscribing to
+    redeliveries may take two entries of 3 at once with 3 permits (shown by
+    test_a_consumer_given_redeliveries_may_take_more_than_one_batch_past_its_receiver_queue there,
+    and by the stored broker history suites/replay/histories/
+    broker-fresh-consumer-takes-queue-size-entries.receiver_queue-Shared-queue-3).
+    The sound bound is in entries (KD-15): an idle consumer holds at most
     receiver_queue_size entries (a zero-queue consumer one message: a receive that timed out may
     still be waiting for it). Stale copies in a queue only take room: the bound is what may be
     missing at most.

@@ -66,7 +66,9 @@ class Spec:
     ack_timeout_tick_ms: int = 1000
     nack_delay_ms: int = 60_000
     # broker: Failover waits this long after the active consumer changes before dispatching
-    # (activeConsumerFailoverDelayTimeMillis; observed on 4.0.7 for the first consumer too)
+    # (activeConsumerFailoverDelayTimeMillis), for the first consumer too (shown by
+    # suites/model/test_fidelity_broker.py::
+    # test_the_project_broker_pauses_a_failover_switch_for_the_time_the_suite_assumes)
     failover_delay_ms: int = 1000
     max_redeliver_count: int | None = None
     # how many deliveries the application sees before the DLQ: C++/Java max+1, Go max

@@ -133,8 +133,8 @@ class State:
     # redeliver): whatever is unacknowledged when it lands comes again.
     rewind_window: tuple[int, int] | None = None
     # How many rewinds that window holds: each one the broker serves re-dispatches everything
-    # unacknowledged, so each may deliver a message once more (observed on 4.0.7: two nacks on
-    # Exclusive before the first landed, every message of the backlog came three times).
+    # unacknowledged, so each may deliver a message once more (shown by
+    # suites/model/test_fidelity_broker.py::test_each_exclusive_rewind_on_its_way_delivers_the_backlog_once_more).
     rewinds: int = 0
     reopened_serial: int = 0  # the serial of the last unload, restart or crash
     # Key_Shared: (key, owner, may_also_receive): the key stays with the consumer it was

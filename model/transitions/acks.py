@@ -6,7 +6,8 @@ pending on its consumer until something proves it reached the broker (a close or
 a cursor read shows it). Once it arrives it moves the cursor as `ManagedCursorImpl` does
 (model/cursor.py): an individual ack deletes the entry, or with batch-index acks the index; a
 cumulative ack moves markDeletePosition. Follows the C++ client's AckGroupingTrackerEnabled and
-ConsumerImpl::acknowledgeCumulativeAsync (refused on Shared and Key_Shared).
+ConsumerImpl::acknowledgeCumulativeAsync (refused on Shared and Key_Shared). Notes name the
+test that shows a rule as model/transitions/redelivery.py describes.
 """
 
 from __future__ import annotations
@@ -27,12 +28,12 @@ def acknowledge(state: State, op: o.Acknowledge, completion: o.Completion) -> Re
     if problem is not None:
         return problem
     # Acked while its redelivery is already requested: the request may reach the broker first, or
-    # bring the whole batch entry back (found on the broker: nack m1.2, ack m1.0, m1.0 came again).
+    # bring the whole batch entry back (no stored test yet: on the broker, after a nack of m1.2
+    # and an ack of m1.0, m1.0 came again).
     requested = message.status is HELD and message.redelivery_from is not None
     extra = message.extra_deliveries + (1 if requested else 0)
     # The count that request added may never happen: a close before the nack delay drops it with
-    # the client's tracker (found on the broker: nack m0.0, ack it, close; m0.0 came back, its
-    # entry not deleted, with count 0).
+    # the client's tracker (shown by history broker-dropped-nack-leaves-the-count.batches-Shared).
     lo = max(message.count_lo - 1, 0) if requested and state.spec.subscription_type.tracks_redelivery_count \
         else message.count_lo
     acked = message.with_(status=ACKED, holder=None, redelivery_from=None, redelivery_by=None, extra_deliveries=extra,
@@ -40,15 +41,14 @@ def acknowledge(state: State, op: o.Acknowledge, completion: o.Completion) -> Re
     if extra and state.spec.subscription_type.tracks_redelivery_count:
         # A copy still to come may carry count 0: the broker's redelivery tracker forgets the
         # message when the ack arrives, and a copy dispatched after that is counted from nothing
-        # (found on the broker: Key_Shared, m0 nacked twice, came back with count 1, acked, then
-        # came again with count 0).
+        # (shown by history broker-acked-copy-counted-from-nothing.negative_ack-Key_Shared).
         acked = acked.with_(older_copy_count=0)
     state = replace_message(state, acked)
     if op.message.index >= 0 and state.spec.batch_index_ack and state.spec.subscription_type.tracks_redelivery_count:
         # The tracker counts per entry and forgets the entry at a batch-index ack: the other
         # indexes' copies to come are counted from nothing again, a redelivery already requested
-        # counted once if the ack reached the broker first (found on the broker: m0.0 nacked twice,
-        # m0.2 acked with the second nack, m0.0 came back with count 1, not 2).
+        # counted once if the ack reached the broker first (shown by history
+        # broker-batch-index-ack-resets-the-entry-count.batches-Shared-batch-index-ack).
         state = replace_messages(state, {
             m.id: m.with_(older_copy_count=min(m.older_copy_count, 1 if m.redelivery_from is not None else 0))
             for m in state.messages if m.id.entry == op.message.entry and m.id != op.message})
@@ -154,8 +154,8 @@ def settle(state: State, observed: cur.Cursor) -> State:
                 # indexes, which internalStats does not show. Either way the read proves nothing.
                 continue
             # The ack was lost: the message is owed again, which uses up the one extra delivery the
-            # doubt allowed; extra copies for other causes stay (found on the broker: after two
-            # unloads c1 got m0, whose ack was lost, twice: its receiver queue and the reconnect).
+            # doubt allowed; extra copies for other causes stay (shown by history
+            # broker-lost-ack-after-two-unloads-comes-twice.persistence-Exclusive).
             changed[message.id] = message.with_(status=AVAILABLE, ack_confirmed=False, dead_letter_unsure=False,
                                                 extra_deliveries=max(message.extra_deliveries - 1, 0))
     state = replace_messages(state, changed)

@@ -7,6 +7,7 @@ MultipleConsumers for Key_Shared): a consumer's close hands its unacknowledged m
 others; on Failover a change of the active consumer pauses dispatch
 (activeConsumerFailoverDelayTimeMillis) and rewinds; on Key_Shared a key stays with the consumer
 it was dispatched to while that consumer is connected, unless a consumer joined since (PIP-379).
+Notes name the test that shows a rule as model/transitions/redelivery.py describes.
 """
 
 from __future__ import annotations
@@ -38,8 +39,9 @@ def subscribe(state: State, op: o.Subscribe, completion: o.Completion) -> Result
     if busy:
         if completion.outcome is not o.Outcome.OK:
             return state
-        # Found on the broker: after an unload the holder is reconnecting, and a newcomer may take
-        # the Exclusive subscription first; the old consumer then stays disconnected.
+        # After an unload the holder is reconnecting, and a newcomer may take the Exclusive
+        # subscription first; the old consumer then stays disconnected (shown by history
+        # broker-lost-ack-after-two-unloads-comes-twice.persistence-Exclusive).
         return check_exclusive(state, op.consumer) or _take_over(state, op.consumer)
     problem = check_subscribe(state, op.consumer, completion)
     if problem is not None:
@@ -55,8 +57,9 @@ def subscribe(state: State, op: o.Subscribe, completion: o.Completion) -> Result
 
 def _created_at_latest(state: State) -> State:
     """The first subscribe creates the subscription; at the Latest position its cursor starts after
-    the last entry published so far: those messages are never delivered to it (observed on 4.0.7:
-    markDeletePosition is that last entry)."""
+    the last entry published so far: those messages are never delivered to it, and
+    markDeletePosition is that last entry (shown by test_fidelity_broker::
+    test_a_subscription_at_latest_starts_after_the_last_published_entry)."""
     before = {m.id: m.with_(status=ACKED, ack_confirmed=True) for m in state.messages}
     return replace_messages(state, before).with_(cursor=cur.reset(state.cursor, len(state.entries)))
 
@@ -79,16 +82,17 @@ def _take_over(state: State, newcomer: str) -> State:
 
 def failover_may_switch(state: State) -> State:
     """Failover: a consumer joined or left while others stay, so the broker picks the active
-    consumer again. On a non-partitioned topic it hashes the connected consumers' names (observed
-    on 4.0.7: with c0, c1, c2 subscribed in that order, c2 was active, and c0's unacknowledged
-    messages went to c2 when c1 closed), so the model does not know who it is. If it changed, the
+    consumer again. On a non-partitioned topic it hashes the connected consumers' names (shown by
+    test_fidelity_broker::test_the_failover_active_consumer_is_not_the_first_to_subscribe_but_a_hash_of_the_names),
+    so the model does not know who it is. If it changed, the
     broker pauses dispatch and rewinds: everything unacknowledged may come (again) to the new
     active consumer, while the old one still has its receiver queue."""
     if state.spec.subscription_type is not SubscriptionType.FAILOVER:
         return state
-    # Found on the broker: a second change while the first one's delay runs can leave what was
-    # unacknowledged undelivered (seen for more than two seconds after the pause) while messages
-    # sent later flow: it is not owed until something rewinds the subscription again.
+    # A second change while the first one's delay runs can leave what was unacknowledged
+    # undelivered while messages sent later flow: it is not owed until something rewinds the
+    # subscription again (KD-11; shown by history
+    # broker-failover-second-switch-stalls.cumulative_ack-Failover).
     again = state.paused_until > state.now
     changed = {m.id: m.with_(extra_deliveries=m.extra_deliveries + 1, never_dispatched=False,
                              stalled=m.stalled or (again and m.status is not ACKED))
@@ -98,8 +102,9 @@ def failover_may_switch(state: State) -> State:
 
 
 def _pause_if_failover_switch(state: State, *, becomes_active: bool) -> State:
-    """Failover: the broker delays dispatch after the active consumer changes (observed on 4.0.7:
-    a new subscription's first consumer gets nothing for about a second)."""
+    """Failover: the broker delays dispatch after the active consumer changes, a new
+    subscription's first consumer too (shown by test_fidelity_broker::
+    test_the_project_broker_pauses_a_failover_switch_for_the_time_the_suite_assumes)."""
     if state.spec.subscription_type is not SubscriptionType.FAILOVER or not becomes_active:
         return state
     return state.with_(paused_until=state.now + state.spec.failover_delay_ms)
@@ -111,16 +116,17 @@ def close(state: State, op: o.Close, completion: o.Completion) -> Result:
     state = flush_acks(state, op.consumer)
     remaining = [c for c in state.connected() if c.name != op.consumer]
     tracked = state.spec.subscription_type.tracks_redelivery_count
-    # Observed on 4.0.7: the closed consumer's held messages go to the others with their redelivery
-    # count unchanged (the research notes expected +1, after apache/pulsar#5895).
+    # The closed consumer's held messages go to the others with their redelivery count unchanged,
+    # not +1 as apache/pulsar#5895 suggests (shown by test_fidelity_broker::
+    # test_closing_a_shared_consumer_moves_its_held_messages_to_the_others_uncounted).
     changed = {m.id: _handed_back(state, m) for m in state.messages if m.status is HELD and m.holder == op.consumer}
-    # A partly acked batch must come back only if the closing consumer had it (found on the broker:
-    # c1 held m0.1 and m0.2 and had m0.0 dead-lettered; c0's close brought nothing back).
+    # A partly acked batch must come back only if the closing consumer had it (shown by history
+    # broker-partial-batch-of-another-consumer-not-back-at-close.redelivery_count_and_dead_letter-Shared-dlq1).
     closers_entries = {message_id.entry for message_id in changed}
     if tracked:
         # A message another consumer holds as the model has it may have a copy in this one's
-        # application too: the close hands that copy back, with its count (found on the broker: c0
-        # held m1.0 with count 1 and c2 an older copy with count 0; after c0's close c1 got it).
+        # application too: the close hands that copy back, with its count (shown by history
+        # broker-other-applications-copy-back-at-its-close.redelivery_count_and_dead_letter-Shared).
         changed.update({m.id: m.with_(extra_deliveries=m.extra_deliveries + 1) for m in state.messages
                         if m.status is HELD and m.held_by_two_consumers and m.holder != op.consumer})
     if remaining:
@@ -128,13 +134,15 @@ def close(state: State, op: o.Close, completion: o.Completion) -> Result:
         changed.update({m.id: m.with_(never_dispatched=False) for m in state.messages
                         if m.status is AVAILABLE and m.never_dispatched})
     # Any batch entry not yet deleted may have been pending on this consumer, its receiver queue
-    # included (found on the broker: c0 got a batch, acked m0.0, closed; c2 got m0.0 again).
+    # included (shown by history broker-partly-acked-batch-back-after-close.individual_ack-Shared-latest).
     state = entries_come_back(replace_messages(state, changed), set(range(len(state.entries))), owed=closers_entries)
     # What its client skipped after a seek is owed to the others now.
     state = replace_messages(state, {m.id: m.with_(skipped_by=None) for m in state.messages
                                      if m.skipped_by == op.consumer})
     if tracked and not remaining:
-        # The last consumer is gone: the dispatcher drops its redelivery tracker (counts restart at 0).
+        # The last consumer is gone: the dispatcher drops its redelivery tracker, counts restart at 0
+        # (shown by test_fidelity_broker::
+        # test_when_the_last_consumer_leaves_the_redelivery_count_starts_again_at_zero).
         state = state.with_(messages=tuple(m.with_(count_lo=0, count_hi=0) for m in state.messages))
     if remaining:
         state = failover_may_switch(state)
@@ -147,8 +155,8 @@ def close(state: State, op: o.Close, completion: o.Completion) -> Result:
 
 def _handed_back(state: State, message: Message) -> Message:
     """A closed consumer's held message goes back to the broker. Its pending nack or ack timeout
-    is dropped with the client's trackers (found on the broker: nack, close before the delay, the
-    message comes back uncounted), so the count that request added may not happen."""
+    is dropped with the client's trackers, so the count that request added may not happen (shown
+    by history broker-dropped-nack-leaves-the-count.batches-Shared)."""
     if message.dead_letter_unsure:
         # Another consumer's client may have dead-lettered it: it may come once more, or never.
         return message.with_(status=ACKED, holder=None, redelivery_from=None, redelivery_by=None,

@@ -5,7 +5,8 @@ stickiness, redelivery count), then the message is HELD by the consumer. A deliv
 open redelivery window first, else one extra delivery; it narrows or widens the interval of counts
 copies still to come may carry; with an ack timeout it starts the client's tracking
 (UnAckedMessageTracker, from the application's receive: apache/pulsar#3079); on Key_Shared it
-binds the key to the consumer (model/transitions/consumers.py).
+binds the key to the consumer (model/transitions/consumers.py). Notes name the test that shows
+a rule as model/transitions/redelivery.py describes.
 """
 
 from __future__ import annotations
@@ -36,36 +37,35 @@ def receive(state: State, op: o.Receive, completion: o.Completion) -> Result:
         # A copy of a message its client may have dead-lettered: the application holds it either
         # way (the client dead-letters what its receiver queue held when a redelivery was asked,
         # and still hands the queued copy out), and whether it comes again after a close stays
-        # open. Found on the broker, both ways: c0 got m0 with count 1 (max 1) after two redeliver
-        # calls in one millisecond, and after c0's close c1 got it; c1 got m0 with count 1 queued
-        # before its redeliver call, and after c1's close m0 never came again.
+        # open (shown both ways by the histories
+        # broker-maybe-dead-lettered-copy-back-after-close.redelivery_count_and_dead_letter-Shared-dlq1
+        # and broker-maybe-dead-lettered-copy-never-back.redelivery_count_and_dead_letter-Shared-dlq1).
         message = message.with_(status=HELD, holder=op.consumer)
     if message.status is ACKED:
         delivered = message.with_(delivered=True, extra_deliveries=max(message.extra_deliveries - 1, 0))
     else:
         window_open = message.redelivery_from is not None and state.now >= message.redelivery_from
         # A delivery uses up the open redelivery window first, else one extra delivery; an extra one
-        # leaves a requested redelivery on its way (found on the broker: Exclusive, zero queue, a
-        # rewind delivered m0 while a later nack's rewind was pending, which delivered it again).
+        # leaves a requested redelivery on its way (shown by history
+        # broker-pending-rewind-survives-a-spare-delivery.zero_queue-Exclusive).
         used_extra = not window_open and message.status is not AVAILABLE
         remaining = max(message.extra_deliveries - 1, 0) if used_extra else message.extra_deliveries
         pending = (message.redelivery_from, message.redelivery_by) if used_extra else (None, None)
         delivered = message.with_(status=HELD, holder=op.consumer, delivered=True, extra_deliveries=remaining,
                                   redelivery_from=pending[0], redelivery_by=pending[1], skipped_by=None, stalled=False)
     # An extra copy still to come was dispatched again by a later request: it may carry a higher
-    # count; or it is an older copy still queued (found on the broker: c1 got m0.0 with count 2,
-    # then c0's receiver queue gave it with count 1): it may carry a lower one.
+    # count; or it is an older copy still queued: it may carry a lower one (shown by history
+    # broker-older-queued-copy-keeps-its-count.batches-Shared-batch-index-ack).
     extra = delivered.extra_deliveries if state.spec.subscription_type.tracks_redelivery_count else 0
     lowest = min(message.count_lo, delivery.redelivery_count) if extra else delivery.redelivery_count
     if message.status is HELD and message.holder != op.consumer:
         # The copy the other consumer's application holds may still come back with its own count
-        # (found on the broker: c0 held m0.0 with count 1, c1 got it with count 2, then after c0's
-        # close c2 got it with count 1).
+        # (shown by history broker-closed-consumers-copy-keeps-its-count.batches-Shared-batch-index-ack).
         delivered = delivered.with_(older_copy_count=min(message.held_count, message.older_copy_count),
                                     held_by_two_consumers=True)
-    # A copy still to come may also be one a request sent after the copy just received (found on
-    # the broker: c2's redeliver sent m1.0 with count 3 while c1's queue gave an older copy with
-    # count 1): the upper bound stays where it was.
+    # A copy still to come may also be one a request sent after the copy just received: the upper
+    # bound stays where it was (shown by history
+    # broker-newer-copy-after-an-older-one-keeps-its-count.redelivery_count_and_dead_letter-Shared).
     highest = max(message.count_hi, delivery.redelivery_count + extra) if extra else delivery.redelivery_count
     if message.status is HELD and message.holder != op.consumer:
         highest = max(highest, message.count_hi)  # the other application's copy may come back with its count
@@ -81,8 +81,9 @@ def receive(state: State, op: o.Receive, completion: o.Completion) -> Result:
         earliest = state.now + window[0]
         if state.spec.subscription_type.single_active_consumer:
             # Exclusive/Failover: the client turns a timeout into a redelivery of everything
-            # unacknowledged (found on the broker: m1, received 8 s after m0, came back with m0
-            # 10 s after m0), so it may come back once an earlier held message's window opens.
+            # unacknowledged, so it may come back once an earlier held message's window opens
+            # (shown by history broker-exclusive-ack-timeout-rewinds-all.ack_timeout-Exclusive and
+            # test_fidelity_broker::test_an_ack_timeout_on_exclusive_or_failover_brings_back_every_unacked_message).
             earlier = [m.redelivery_from for m in state.messages
                        if m.holder == op.consumer and m.status is HELD and m.redelivery_from is not None]
             earliest = max(state.now, min(earlier, default=earliest))

@@ -9,6 +9,11 @@ client asks for everything unacknowledged and the broker rewinds the cursor ("We
 single messages if subscription type is not Shared", ConsumerImpl::redeliverUnacknowledgedMessages).
 A message the client received with count >= max_redeliver_count goes to the dead-letter topic and
 is acknowledged instead (C++ ConsumerImpl, NegativeAcksTracker, UnAckedMessageTracker).
+
+A rule checked on a real broker names the test that shows it: "history <name>" is a stored broker
+history, suites/replay/histories/<name>.jsonl with its .expect.json; "test_fidelity_broker::<test>"
+a test of suites/model/test_fidelity_broker.py; "no stored test yet" marks a rule whose evidence
+is only the sentence that follows.
 """
 
 from __future__ import annotations
@@ -29,15 +34,16 @@ def negative_acknowledge(state: State, op: o.NegativeAcknowledge, completion: o.
     lo, hi = state.spec.nack_window_ms
     entry_mates = state.entry_messages(message.id.entry)
     # A nack redelivers the whole batch entry (NegativeAcksTracker.add); with batch-index acks the
-    # broker leaves out only the indexes it has as acked (found on the broker: nack m1.2, m1.0
-    # came back counted).
+    # broker leaves out only the indexes it has as acked (no stored test yet: on the broker a nack
+    # of m1.2 brought m1.0 back counted).
     targets = entry_mates if message.id.index >= 0 else [message]
     changed = {}
     for target in targets:
         if target.status is HELD and target.holder == op.consumer and target.redelivery_from is not None:
             # Nacked again before it came back: the client's tracker keeps one entry per message and
-            # moves its due time (C++ NegativeAcksTracker); observed on 4.0.7: one redelivery, count +1.
-            # Should the first due time have fired already, a second copy may follow.
+            # moves its due time (C++ NegativeAcksTracker): one redelivery, count +1 (shown by history
+            # broker-acked-copy-counted-from-nothing.negative_ack-Key_Shared). Should the first due
+            # time have fired already, a second copy may follow.
             changed[target.id] = target.with_(redelivery_by=max(target.redelivery_by or 0, completion.at + hi),
                                               count_hi=target.count_hi + 1,
                                               extra_deliveries=target.extra_deliveries + 1)
@@ -45,8 +51,8 @@ def negative_acknowledge(state: State, op: o.NegativeAcknowledge, completion: o.
             changed[target.id] = requested(state, target, completion.at + lo, completion.at + hi)
         elif target.status is ACKED and not target.ack_confirmed or target.id.entry == message.id.entry:
             # The broker counts redeliveries per entry: the whole batch comes back counted. An index
-            # still in the receiver queue stays there too (found on the broker: c0's queue gave
-            # m0.1 uncounted, then the redelivered entry gave it to c1 with count 1).
+            # still in the receiver queue stays there too, uncounted (shown by history
+            # broker-older-queued-copy-keeps-its-count.batches-Shared-batch-index-ack).
             bump = 1 if state.spec.subscription_type.tracks_redelivery_count else 0
             changed[target.id] = target.with_(
                 extra_deliveries=target.extra_deliveries + (0 if target.status is HELD else 1),
@@ -59,19 +65,18 @@ def requested(state: State, message: Message, earliest: int, latest: int) -> Mes
     bump = 1 if state.spec.subscription_type.tracks_redelivery_count else 0
     dead_letter = goes_to_dead_letter(state, message)
     if message.held_by_two_consumers and bump and dead_letter is False and not message.dead_letter_unsure:
-        # The broker may hold it as pending on the other consumer and ignore the request (found on
-        # the broker: c0 got m1 with count 1, c1 then its older queued copy with count 0; c1's
-        # nack of m1 brought nothing back while c0 held it): it may come, it is not owed.
+        # The broker may hold it as pending on the other consumer and ignore the request: it may
+        # come, it is not owed (shown by history
+        # broker-nack-of-a-stale-copy-is-ignored.redelivery_count_and_dead_letter-Shared).
         return message.with_(extra_deliveries=message.extra_deliveries + 1, count_hi=message.count_hi + bump)
     if dead_letter is True:
         if earliest > state.now:
             # A nack or an ack timeout: the client dead-letters when its timer fires, and a close
-            # before that drops the timer (found on the broker: c1 held m0 with count 1, max 1,
-            # nacked it and closed within 10 ms; m0 came again with count 0).
+            # before that drops the timer (shown by history
+            # broker-nack-dead-letter-dropped-by-close.redelivery_count_and_dead_letter-Shared-dlq1).
             return message.with_(redelivery_from=earliest, redelivery_by=latest, dead_letter_unsure=True)
-        # Dead-lettered by this client: copies queued elsewhere are still handed out (found on the
-        # broker: c1's redeliver brought m2 to c0 with count 1, max 1; c0's redeliver dead-lettered
-        # it, then c1 got the copy its queue kept from before, with count 0).
+        # Dead-lettered by this client: copies queued elsewhere are still handed out (shown by
+        # history broker-dead-lettered-copy-queued-elsewhere.redelivery_count_and_dead_letter-Shared-dlq1).
         return message.with_(status=ACKED, holder=None, redelivery_from=None, redelivery_by=None)
     if dead_letter is None or message.dead_letter_unsure:
         # Another copy the client got may carry the count that sends it to the DLQ (or already
@@ -83,8 +88,8 @@ def requested(state: State, message: Message, earliest: int, latest: int) -> Mes
                              count_hi=max(message.count_hi, min(message.count_hi + bump, limit)),
                              dead_letter_unsure=True)
     # An extra copy still on its way (e.g. an older one in another consumer's receiver queue) keeps
-    # the count it was dispatched with (found on the broker: c1 got m0.2 with count 1 and nacked
-    # it; the copy c0 had queued since the first dispatch then came with count 0).
+    # the count it was dispatched with (shown by history
+    # broker-older-queued-copy-keeps-its-count.batches-Shared-batch-index-ack).
     lowest = message.count_lo if message.extra_deliveries else message.count_lo + bump
     return message.with_(redelivery_from=earliest, redelivery_by=latest, count_lo=lowest,
                          count_hi=message.count_hi + bump)
@@ -93,9 +98,11 @@ def requested(state: State, message: Message, earliest: int, latest: int) -> Mes
 def goes_to_dead_letter(state: State, message: Message, *, held_count: int | None = None) -> bool | None:
     """C++ ConsumerImpl: a message the client received with count >= max is produced to the DLQ
     and acknowledged instead of being redelivered (Shared and Key_Shared only). True when the copy
-    the application holds decides it, None when only a copy still queued may (found on the
-    broker: held with count 1, max 2, redelivered with count 2, not dead-lettered). `held_count`:
-    the count of the copy the application holds, if not the message's (0: none held)."""
+    the application holds decides it (shown by test_fidelity_broker::
+    test_dead_letter_policy_lets_the_application_see_max_plus_one_deliveries), None when only a
+    copy still queued may (no stored test yet: on the broker a message held with count 1, max 2,
+    was redelivered with count 2, not dead-lettered). `held_count`: the count of the copy the
+    application holds, if not the message's (0: none held)."""
     limit = state.spec.max_redeliver_count
     if limit is None or not state.spec.subscription_type.tracks_redelivery_count:
         return False
@@ -117,17 +124,18 @@ def redeliver(state: State, consumer: str, at: int, *, window: tuple[int, int]) 
             asked = requested(state, message, at + lo, at + hi)
             if message.redelivery_from is not None and asked.status is HELD:
                 # A second request before the first landed: both may deliver it (a rewind each),
-                # the first copy with the first request's count (found on the broker: two
-                # redeliver calls in the same millisecond, m2 came with count 1).
+                # the first copy with the first request's count (shown by history
+                # broker-two-redeliver-calls-first-count.redelivery_count_and_dead_letter-Key_Shared-dlq2).
                 asked = asked.with_(extra_deliveries=asked.extra_deliveries + 1, count_lo=message.count_lo)
             changed[message.id] = asked
         elif message.status is HELD and message.held_by_two_consumers and tracked:
             # Another consumer holds it as the model has it, but this one's application may hold a
             # copy too, which the broker may count as pending here: it may come once more, counted
-            # (found on the broker: c0 got m0.0 with count 3, c1 then with count 2; c0's redeliver
-            # brought it to c1 with count 4). If that copy's count reached the limit, its client
-            # may dead-letter it instead (c1 got m3 with count 1, max 1, c0 then an older queued
-            # copy with count 0; after c1's redeliver and c0's close, m3 never came again).
+            # (shown by history
+            # broker-copy-held-by-two-redelivered-by-either.redelivery_count_and_dead_letter-Shared).
+            # If that copy's count reached the limit, its client may dead-letter it instead (no
+            # stored test yet: on the broker, after c1's redeliver and c0's close, m3, whose
+            # copies c1 and c0 held with counts 1 and 0 at max 1, never came again).
             changed[message.id] = message.with_(extra_deliveries=message.extra_deliveries + 1,
                                                 count_hi=message.count_hi + 1,
                                                 dead_letter_unsure=message.dead_letter_unsure
@@ -139,7 +147,8 @@ def redeliver(state: State, consumer: str, at: int, *, window: tuple[int, int]) 
             # dispatched again, a duplicate, and on Shared the broker counts it as redelivered.
             bump = 0 if rewind else 1
             # A queued copy whose count reached max_redeliver_count goes to the dead-letter topic
-            # instead (found on the broker: m0 sat in the queue through redeliveries and never came).
+            # instead (shown by history
+            # broker-queued-copy-dead-lettered.redelivery_count_and_dead_letter-Key_Shared-dlq2).
             # If it does come, its count was below the limit: the bound stays where it is.
             dead_letter = goes_to_dead_letter(state, message, held_count=0) is not False
             count_hi = message.count_hi if dead_letter else message.count_hi + bump
@@ -158,10 +167,14 @@ def redeliver(state: State, consumer: str, at: int, *, window: tuple[int, int]) 
 
 def ack_timeouts_open(state: State, now: int) -> State:
     """Ack-timeout windows that open between `state.now` and `now`: the client may ask for the
-    message again from then on, and what it asks for is more than the message (found on the broker):
-    on Exclusive/Failover everything unacknowledged (a rewind: what sits in the receiver queue may
-    come twice, an ack not yet flushed may be lost), on Shared/Key_Shared the message's whole batch
-    entry (its other indexes, acked or queued, may come again, counted)."""
+    message again from then on, and what it asks for is more than the message: on
+    Exclusive/Failover everything unacknowledged (a rewind: what sits in the receiver queue may
+    come twice, an ack not yet flushed may be lost; shown by history
+    broker-exclusive-ack-timeout-rewind-repeats-the-queue.ack_timeout-Exclusive), on
+    Shared/Key_Shared the message's whole batch entry (its other indexes, acked or queued, may
+    come again, counted; shown by the histories
+    broker-ack-timeout-brings-back-the-whole-entry.ack_timeout-Shared and
+    broker-ack-timeout-counts-the-queued-indexes.ack_timeout-Shared)."""
     opening = [m for m in state.messages
                if m.status is HELD and m.redelivery_from is not None and state.now < m.redelivery_from <= now]
     if not opening:
@@ -207,8 +220,8 @@ def entries_come_back(state: State, entries: set[int], *, counted: bool = False,
         if (not state.spec.batch_index_ack and m.id not in pending and m.id.entry in partly_acked
                 and (owed is None or m.id.entry in owed)):
             # The client kept that partial batch ack with the copy it acked; the entry comes back
-            # as new copies that must all be acked again (found on the broker: ack m0.0, close,
-            # subscribe, ack m0.1 and m0.2 of the new copy, close: the batch came a third time).
+            # as new copies that must all be acked again (shown by history
+            # broker-partial-batch-ack-lost-with-its-copy.individual_ack-Exclusive).
             changed[m.id] = m.with_(status=AVAILABLE, never_dispatched=False, ack_confirmed=False,
                                     count_hi=m.count_hi + bump, dead_letter_unsure=False)
         else:

@@ -4,7 +4,8 @@ Unload and restart close the topic's dispatcher with the cursor persisted; a cra
 not persisted. Either way the consumers reconnect to a new dispatcher, which reads from
 markDeletePosition + 1 with a new redelivery tracker (PersistentTopic.close, ManagedCursorImpl
 recovery). A seek flushes the consumer's acks and resets the cursor to the target
-(ManagedCursorImpl.resetCursor; the C++ client's ConsumerImpl::seekAsync).
+(ManagedCursorImpl.resetCursor; the C++ client's ConsumerImpl::seekAsync). Notes name the test
+that shows a rule as model/transitions/redelivery.py describes.
 """
 
 from __future__ import annotations
@@ -20,11 +21,12 @@ from model.violations import Result
 def seek(state: State, op: o.Seek, completion: o.Completion) -> Result:
     """Seek: flush, then reset the cursor to the message's entry (holes and batch indexes cleared).
 
-    Observed on 4.0.7 with the Python client: the seeking consumer never receives the target again
-    (nor, for a batch, the indexes up to it): its client drops them as "before the start message
-    id" (start_message_id_inclusive is false). The broker still counts them unacknowledged, so
-    they come to the next consumer once the seeking one is gone. A client that does deliver the
-    target is allowed too: the model only stops owing it.
+    With the Python client the seeking consumer never receives the target again (nor, for a
+    batch, the indexes up to it): its client drops them as "before the start message id"
+    (start_message_id_inclusive is false). The broker still counts them unacknowledged, so they
+    come to the next consumer once the seeking one is gone (shown by test_fidelity_broker::
+    test_seek_skips_the_target_for_the_seeking_consumer_and_keeps_it_for_the_next). A client that
+    does deliver the target is allowed too: the model only stops owing it.
     """
     state = flush_acks(state, op.consumer)
     target = op.message.entry
@@ -48,9 +50,13 @@ def reopen(state: State, *, persisted: bool) -> Result:
     """Topic unload or broker restart (persisted) or crash: consumers reconnect to a new dispatcher.
 
     Everything unacknowledged is dispatched again from markDeletePosition + 1 with counts reset;
-    a message already in a receiver queue may arrive twice. After a crash the cursor may come back
-    at any earlier persisted state (observed on 4.0.7: as far back as the initial position), so
-    every ack may be undone until a cursor read says otherwise.
+    a message already in a receiver queue may arrive twice (shown by test_fidelity_broker::
+    test_an_unload_keeps_acks_and_the_reconnected_consumer_gets_the_unacked_again and, for the
+    second copy, by history broker-lost-ack-after-two-unloads-comes-twice.persistence-Exclusive).
+    After a crash the cursor may come back at any earlier persisted state, as far back as the
+    initial position, so every ack may be undone until a cursor read says otherwise (shown by
+    suites/broker/test_persistence.py::
+    test_a_crash_brings_the_cursor_back_to_an_earlier_state_and_redelivers_what_it_lost).
     """
     changed = {}
     for message in state.messages:

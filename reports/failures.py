@@ -25,7 +25,7 @@ SUFFIXES = (".jsonl", ".py", ".expect.json")
 class FailureLike(Protocol):
     """What the reports read of `fixtures.targets.lockstep.ConformanceFailure` (or a target's own)."""
 
-    violation: object  # model.step.Violation
+    violation: object  # model.violations.Violation
     history: tuple
     spec: object  # model.spec.Spec
     source: str

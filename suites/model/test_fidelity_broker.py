@@ -363,3 +363,23 @@ def test_an_ack_timeout_on_exclusive_or_failover_brings_back_every_unacked_messa
     assert [d.message for d in back if d is not None] == [m(0), m(1)], back
     # m1's own timeout (10 s, the Python client's minimum) would fire 18 s after m0 came
     assert time.monotonic() - received < 13.0
+
+
+@pytest.mark.guarantee("no-redelivery-after-ack", "redelivery-count")
+def test_a_nack_leaves_out_the_batch_indexes_acked_at_the_broker(pulsar_target, names):
+    """Observed on 4.0.7 (Shared, batch-index acks on both sides): m0.0 acked and flushed by a's
+    close, b received m0.1 and m0.2 and nacked m0.1: the entry came back counted with m0.1 and
+    m0.2 only, never m0.0. A nack brings back an entry's indexes except those the broker has acked."""
+    run = _program(pulsar_target, names, SHARED.with_(client_batch_index_ack=True))
+    run.do(o.Send(keys=(None, None, None), batched=True))
+    run.do(o.Subscribe(consumer="a"))
+    assert [d.message for d in run.drain("a", idle_ms=500)] == [m(0, 0), m(0, 1), m(0, 2)]
+    run.do(o.Acknowledge(consumer="a", message=m(0, 0)))
+    run.do(o.Close(consumer="a"))  # flushes the ack: the broker has index 0 as acked
+    run.do(o.Subscribe(consumer="b"))
+    assert [(d.message, d.redelivery_count) for d in run.drain("b", idle_ms=500)] == [(m(0, 1), 0), (m(0, 2), 0)]
+    run.do(o.Subscribe(consumer="c"))
+    run.do(o.NegativeAcknowledge(consumer="b", message=m(0, 1)))
+    back = [(d.message, d.redelivery_count) for d in run.drain(idle_ms=1500)]
+    assert m(0, 0) not in [message for message, _ in back], back
+    assert (m(0, 1), 1) in back, back

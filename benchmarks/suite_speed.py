@@ -1,7 +1,10 @@
 """Conformance suite speed: model steps per second, machine steps per second on the model target
-beside a no-op machine of the same shape (Hypothesis's own floor), and on a real broker.
+beside a no-op machine of the same shape (Hypothesis's own floor), and on a real broker with the
+Python client in process and as a driver process, side by side (each spec run by both in turn).
 
-    python -m benchmarks.suite_speed [--broker]
+    python -m benchmarks.suite_speed [--broker [--client python|cmd:COMMAND] [--service-url URL --admin-url URL]]
+
+With `--broker` and no URLs, a broker of its own is started on free ports and stopped at the end.
 
 "Steps" are ops performed (a drain counts each receive). The floor machine has the same rules,
 preconditions and argument strategies as the conformance machine and does nothing in them: the
@@ -103,6 +106,66 @@ def machine_steps_per_second(target, counter: _Counter, profile: settings) -> tu
     return counter.ops / (time.perf_counter() - started), counter.ops
 
 
+class _Side:
+    """One way of driving the client, measured over the specs it ran: ops, seconds, seconds waiting."""
+
+    def __init__(self, label: str, target) -> None:
+        self.label, self.target = label, target
+        self.ops, self.seconds, self.waiting = 0, 0.0, 0.0
+
+    def line(self) -> str:
+        busy = self.seconds - self.waiting
+        return (f"{self.label:<34}: {self.ops / self.seconds:6.0f} steps/s ({self.ops:,} ops in {self.seconds:.0f} s); "
+                f"without the waits on purpose ({self.waiting:.0f} s): {self.ops / busy if busy > 0 else 0:6.0f} steps/s")
+
+
+def side_by_side(sides: list[_Side], counter: _Counter, profile: settings) -> None:
+    """Every non-slow spec of the catalog run by each side in turn (so that a busy machine weighs on both)."""
+    ids = (f"bench-{n}" for n in itertools.count())
+    for check in (c for c in CHECKS if not c.slow):
+        for spec in check.specs.values():
+            for side in sides:
+                counter.reset()
+                begun = time.perf_counter()
+                run_conformance(side.target, spec, lambda: next(ids), kinds=check.kinds, settings_=profile,
+                                drain_idle_ms=1000)
+                side.seconds += time.perf_counter() - begun
+                side.ops += counter.ops
+                side.waiting += counter.waiting
+
+
+def broker_comparison(args, counter: _Counter, profile: settings) -> None:
+    from fixtures.broker import Broker, BrokerConfig, free_port
+    from fixtures.targets.loader import pulsar_target
+    from fixtures.targets.pulsar_target import PulsarTarget
+
+    own = None
+    if args.service_url:
+        service_url, admin_url, controller = args.service_url, args.admin_url, None
+    else:
+        import os
+
+        own = Broker(BrokerConfig(instance=f"bench-{os.getpid()}", broker_port=free_port(), web_port=free_port()))
+        own.start(fresh=True)
+        service_url, admin_url, controller = own.config.service_url, own.config.admin_url, own
+    sides = []
+    try:
+        sides = [_Side("Python client in process", PulsarTarget(service_url, admin_url, controller=controller)),
+                 _Side(f"client {args.client} as a driver process",
+                       pulsar_target(service_url, admin_url, controller=controller, client=args.client))]
+        side_by_side(sides, counter, settings(profile, max_examples=6, stateful_step_count=25))
+        for side in sides:
+            print(side.line())
+        base, driven = sides
+        print(f"driver / in process                  : {(driven.ops / driven.seconds) / (base.ops / base.seconds):6.2f} "
+              f"(without the waits: {(driven.ops / (driven.seconds - driven.waiting)) / (base.ops / (base.seconds - base.waiting)):.2f})")
+    finally:
+        for side in sides:
+            side.target.close()
+        if own is not None:
+            own.stop()
+
+
 def floor_steps_per_second(profile: settings) -> float:
     """The same machine shape with empty rules: what Hypothesis itself costs per step."""
     done = [0]
@@ -134,37 +197,25 @@ def floor_steps_per_second(profile: settings) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--broker", action="store_true", help="also measure against the embedded broker")
+    parser.add_argument("--broker", action="store_true",
+                        help="also measure on a real broker: the Python client in process and as a driver")
+    parser.add_argument("--client", default="python", help="the driver compared with in process (python, cmd:COMMAND)")
+    parser.add_argument("--service-url", default=None, help="a running broker (else one is started on free ports)")
+    parser.add_argument("--admin-url", default=None)
+    parser.add_argument("--broker-only", action="store_true", help="skip the model figures")
     args = parser.parse_args()
     profile = settings.get_profile("ci")
     counter = _Counter()
-    raw = raw_model_steps_per_second()
-    print(f"raw model (simulate + step, random programs)   : {raw:9,.0f} steps/s")
-    machine, ops = machine_steps_per_second(ModelTarget(), counter, profile)
-    floor = floor_steps_per_second(profile)
-    print(f"conformance machine, model target, ci profile  : {machine:9,.0f} steps/s ({ops:,} ops)")
-    print(f"no-op machine of the same shape (floor)        : {floor:9,.0f} steps/s")
-    print(f"ratio machine / floor                          : {machine / floor:9.2f}")
-    if args.broker:
-        from fixtures.broker import Broker
-        from fixtures.targets.pulsar_target import PulsarTarget
-
-        broker = Broker()
-        status = broker.start()
-        target = PulsarTarget(status.service_url, status.admin_url, controller=broker)
-        broker_profile = settings(profile, max_examples=6, stateful_step_count=25)
-        rate, ops = machine_steps_per_second(target, counter, broker_profile)
-        elapsed = ops / rate
-        busy = elapsed - counter.waiting
-        print(f"conformance machine, real broker (6 examples)  : {rate:9,.0f} steps/s ({ops:,} ops in {elapsed:.0f} s)")
-        print(f"  of which waiting on purpose (ticks, empty receives): {counter.waiting:.0f} s; "
-              f"the other ops: {(ops / busy) if busy > 0 else 0:,.0f} steps/s")
-        for kind, spent in sorted(counter.kinds.items(), key=lambda kv: -kv[1]):
-            print(f"    {kind:<28}: {spent:6.1f} s")
-        print("  per check area: ops, seconds, of which waiting")
-        for area, (n, spent, waited) in counter.areas.items():
-            print(f"    {area:<34}: {n:6,d} ops {spent:6.1f} s {waited:6.1f} s")
-        target.close()
+    if not args.broker_only:
+        raw = raw_model_steps_per_second()
+        print(f"raw model (simulate + step, random programs)   : {raw:9,.0f} steps/s")
+        machine, ops = machine_steps_per_second(ModelTarget(), counter, profile)
+        floor = floor_steps_per_second(profile)
+        print(f"conformance machine, model target, ci profile  : {machine:9,.0f} steps/s ({ops:,} ops)")
+        print(f"no-op machine of the same shape (floor)        : {floor:9,.0f} steps/s")
+        print(f"ratio machine / floor                          : {machine / floor:9.2f}")
+    if args.broker or args.broker_only:
+        broker_comparison(args, counter, profile)
 
 
 if __name__ == "__main__":

@@ -172,6 +172,10 @@ class ConformanceReports:
         elif report.when == "call":
             record["outcome"] = PASSED
         if report.when == "call":
+            client = getattr(getattr(getattr(item, "funcargs", {}).get("target"), "target", None), "client", None)
+            if isinstance(client, dict) and client.get("client"):
+                record["client"] = {"name": client["client"], "version": client.get("version"),
+                                    "protocol": client.get("protocol")}
             counts = item.stash.get(COUNTS, None)
             record.update(duration_s=round(report.duration, 3),
                           examples=counts.examples if counts else None, steps=counts.steps if counts else None)
@@ -189,6 +193,9 @@ class ConformanceReports:
                 "target": self.config.getoption("target", None)}
 
     def _failed(self, item: pytest.Item, error: BaseException | None, when: str) -> dict:
+        crashed = next((e for e in _leaves(error) if getattr(e, "crashed_client", False)), None)
+        if crashed is not None:
+            return self._crashed(item, crashed)
         found = [e for e in _leaves(error) if isinstance(e, stored.FailureLike)]
         if not found:
             where = "the test" if when == "call" else f"{when} of the test"
@@ -206,6 +213,18 @@ class ConformanceReports:
         return {"outcome": FAILED if decided else UNKNOWN, "violations": violations,
                 "flaky": type(error).__name__ in ("FlakyFailure", "Flaky"),
                 "reason": None if decided else "the check could not decide (a solver or time limit)"}
+
+    def _crashed(self, item: pytest.Item, crash: BaseException) -> dict:
+        """A client whose driver died (fixtures.targets.driver_target.ClientCrashed): never a pass,
+        never a broken guarantee; its history up to the crash is kept beside the failures."""
+        area, spec_id = area_and_spec_id(item)
+        stem = stored.stem_for(area, spec_id) + "-client-crashed"
+        write_crash(self.folder / "failures", stem, crash, nodeid=item.nodeid,
+                    target=self.config.getoption("target", None))
+        last = (crash.stderr.strip().splitlines() or [""])[-1][:300]
+        return {"outcome": UNKNOWN, "flaky": False,
+                "reason": f"client crashed: {crash.client} {crash.reason}"
+                          + (f" (stderr: {last})" if last else "") + f"; history in failures/{stem}.jsonl"}
 
     # -- collecting (on the controller) -----------------------------------------------------------
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -259,13 +278,30 @@ class ConformanceReports:
         target = config.getoption("target", None)
         modelled = {name: sorted({r["spec_fields"][name] for r in self.records.values() if r.get("spec_fields")})
                     for name in ("broker_version", "client")}
+        driven = next((r["client"] for r in self.records.values() if r.get("client")), None)
         return {
             "target": target, "pulsar": _pulsar(config, target, modelled["broker_version"]),
-            "client": {"pulsar-client": _version("pulsar-client"), "modelled": modelled["client"]},
+            "client": {**(driven or {"name": _client_option(config, target), "version": None}),
+                       "pulsar-client": _version("pulsar-client"), "modelled": modelled["client"]},
             "hypothesis_profile": settings.get_current_profile_name(), "python": platform.python_version(),
             "run_id": getattr(sys.modules.get("fixtures.pulsar"), "RUN_ID", None),
             "started": self.started, "finished": _now(), "args": [str(a) for a in config.invocation_params.args],
         }
+
+
+def write_crash(folder: Path, stem: str, crash, **context: object) -> None:
+    """A crashed client's history (the ops completed before the crash), its reproduction (which
+    replays the op it died on too) and a sidecar saying what happened (`expect`: client-crashed)."""
+    from model.history import event_of, to_json_line
+
+    folder.mkdir(parents=True, exist_ok=True)
+    events = [event_of(stem, crash.spec, i, op, c) for i, (op, c) in enumerate(crash.history)]
+    (folder / f"{stem}.jsonl").write_text("".join(to_json_line(e) + "\n" for e in events))
+    (folder / f"{stem}.py").write_text(crash.source)
+    sidecar = {"expect": "client-crashed", "client": crash.client, "reason": crash.reason,
+               "stderr": crash.stderr, "step": len(crash.history),
+               **{k: v for k, v in context.items() if v is not None}}
+    (folder / f"{stem}.expect.json").write_text(json.dumps(sidecar, indent=2) + "\n")
 
 
 def is_conformance(item: pytest.Item) -> bool:
@@ -304,6 +340,20 @@ def _result_of(record: dict) -> Result:
         fields.update(outcome=UNKNOWN, reason="the test did not finish (interrupted?)")
     fields["violations"] = tuple(ReportedViolation(**v) for v in fields.get("violations") or ())
     return Result(**fields)
+
+
+def _client_option(config: pytest.Config, target: str | None) -> str | None:
+    """The client `--client` names, when the target drives one (--target pulsar)."""
+    return config.getoption("client", None) if target == "pulsar" else None
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    target = config.getoption("target", None)
+    client = _client_option(config, target)
+    if client is None:
+        return None
+    shown = "python (pulsar-client " + str(_version("pulsar-client")) + ")" if client == "python" else client
+    return f"conformance: --target {target}, client {shown} as a driver process (drivers/PROTOCOL.md)"
 
 
 def _pulsar(config: pytest.Config, target: str | None, modelled: list[str]) -> dict:

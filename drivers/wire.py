@@ -1,0 +1,188 @@
+"""The driver protocol's messages (drivers/PROTOCOL.md), encoded and decoded in one place.
+
+A request is one JSON object per line: `id`, `deadline_ms`, `type` (hello, reset, op, close) and,
+for an op, the model's op in the history schema's words (model/history.py: `op`, `consumer`,
+`entry`, `index`, `keys`, `batched`, `ms`). A reply names the request's `id` and an `outcome`:
+ok, fail or info (model/ops.py) with the observed value (`delivered_*` fields as in the history,
+or the entry's broker `position` for a send), or `error` when the driver could not perform the
+request at all. Also here: the capabilities a driver may declare and what a check needs of them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+
+from model import ops as o
+from model.history import OP_KINDS, OP_TYPES, spec_json, spec_of
+from model.spec import Spec
+
+PROTOCOL = 1
+
+# The ops a driver performs (the client's side of model/ops.py); the others are the suite's.
+CLIENT_OPS = ("send", "subscribe", "receive", "acknowledge", "acknowledge_cumulative", "negative_acknowledge",
+              "redeliver_unacknowledged_messages", "close", "seek", "tick")
+BROKER_OPS = ("unload", "restart", "crash", "read_cursor")
+
+# What a driver may support beyond the ops: a spec setting its client can apply, or a way of using an op.
+CAPABILITIES = {
+    "ack_receipts": "acks confirmed by the broker (isAckReceiptEnabled)",
+    "nack_backoff": "a redelivery backoff for negative acks (MultiplierRedeliveryBackoff)",
+    "ack_grouping_time": "the ack grouping time as a setting (spec ack_grouping_ms other than 100)",
+    "batch_index_ack": "batch-index acknowledgement (spec client_batch_index_ack)",
+    "receiver_queue_0": "a consumer with receiver queue size 0 (spec receiver_queue_size 0)",
+    "ack_timeout": "the unacked-message timeout (spec ack_timeout_ms)",
+    "dead_letter_policy": "a dead-letter policy (spec max_redeliver_count)",
+    "redeliver_unacknowledged": "consumer.redeliverUnacknowledgedMessages()",
+    "seek_by_id": "consumer.seek(message id)",
+}
+DEFAULT_ACK_GROUPING_MS = 100
+
+
+class ProtocolError(ValueError):
+    """A message that does not follow the protocol; the text says what is wrong."""
+
+
+def needs(kinds: Iterable[str], spec: Spec) -> list[str]:
+    """What a program of these op kinds on this spec asks of a driver: op names and capabilities."""
+    kinds = set(kinds)
+    wanted = [k for k in CLIENT_OPS if k in kinds and k not in ("redeliver_unacknowledged_messages", "seek")]
+    if "redeliver_unacknowledged_messages" in kinds:
+        wanted.append("redeliver_unacknowledged")
+    if "seek" in kinds:
+        wanted.append("seek_by_id")
+    if spec.client_batch_index_ack:
+        wanted.append("batch_index_ack")
+    if spec.receiver_queue_size == 0:
+        wanted.append("receiver_queue_0")
+    if spec.ack_timeout_ms is not None:
+        wanted.append("ack_timeout")
+    if spec.max_redeliver_count is not None:
+        wanted.append("dead_letter_policy")
+    if spec.ack_grouping_ms != DEFAULT_ACK_GROUPING_MS:
+        wanted.append("ack_grouping_time")
+    return wanted
+
+
+def lacking(hello: dict, kinds: Iterable[str], spec: Spec) -> list[str]:
+    """What of `needs(kinds, spec)` the driver's hello reply does not declare."""
+    offered = set(hello.get("ops") or ()) | set(hello.get("capabilities") or ())
+    return [n for n in needs(kinds, spec) if n not in offered]
+
+
+# -- requests ------------------------------------------------------------------------------------
+def hello(service_url: str) -> dict:
+    return {"type": "hello", "protocol": PROTOCOL, "service_url": service_url}
+
+
+def reset(spec: Spec, topic: str, subscription: str) -> dict:
+    return {"type": "reset", "topic": topic, "subscription": subscription, "spec": json.loads(spec_json(spec))}
+
+
+def spec_of_wire(raw: dict) -> Spec:
+    """The spec a reset request carries (every field of model/spec.py; one left out takes its default)."""
+    return spec_of(json.dumps(raw))
+
+
+def close() -> dict:
+    return {"type": "close"}
+
+
+def op_request(op: o.Op, *, entry: int | None = None) -> dict:
+    """An op as a request; `entry` is the number a send publishes (its payloads say "3" or "3.1")."""
+    kind = OP_KINDS[type(op)]
+    request: dict = {"type": "op", "op": kind}
+    consumer = getattr(op, "consumer", None)
+    if consumer is not None:
+        request["consumer"] = consumer
+    message = getattr(op, "message", None)
+    if message is not None:
+        request["entry"], request["index"] = message.entry, message.index
+    if kind == "send":
+        request.update(entry=entry, keys=list(op.keys), batched=op.batched)
+    elif kind == "receive":
+        request["ms"] = op.timeout_ms
+    elif kind == "tick":
+        request["ms"] = op.ms
+    return request
+
+
+def op_of_request(request: dict) -> o.Op:
+    """The model's op a request carries (what a driver written in Python reads; a send's `entry` aside)."""
+    kind = request.get("op")
+    if kind not in CLIENT_OPS:
+        raise ProtocolError(f"unknown op {kind!r} (known: {', '.join(CLIENT_OPS)})")
+    if kind == "send":
+        return o.Send(keys=tuple(request.get("keys") or (None,)), batched=bool(request.get("batched")))
+    if kind == "tick":
+        return o.Tick(ms=int(request.get("ms") or 0))
+    consumer = request.get("consumer")
+    if not isinstance(consumer, str):
+        raise ProtocolError(f"{kind} needs a consumer")
+    if kind == "receive":
+        return o.Receive(consumer=consumer, timeout_ms=request.get("ms"))
+    op_type = OP_TYPES[kind]
+    if "message" in op_type.__dataclass_fields__:
+        return op_type(consumer=consumer, message=message_of(request))
+    return op_type(consumer=consumer)
+
+
+def message_of(request: dict) -> o.MessageId:
+    """The message an acknowledge, negative_acknowledge or seek request names."""
+    try:
+        return o.MessageId(int(request["entry"]), int(request.get("index", -1)))
+    except (KeyError, TypeError, ValueError):
+        raise ProtocolError(f"{request.get('op')} needs an entry (and an index, -1 when not batched)") from None
+
+
+# -- payloads --------------------------------------------------------------------------------------
+def payload(entry: int, index: int = -1) -> bytes:
+    """What a send publishes for message (entry, index): "3", or "3.1" in a batch."""
+    return (str(entry) if index < 0 else f"{entry}.{index}").encode()
+
+
+def payload_id(data: bytes) -> o.MessageId:
+    entry, _, index = data.decode().partition(".")
+    return o.MessageId(int(entry), int(index) if index else -1)
+
+
+# -- replies ---------------------------------------------------------------------------------------
+def ok(**value: object) -> dict:
+    return {"outcome": "ok", **value}
+
+
+def delivered(message: o.MessageId, redelivery_count: int, key: str | None) -> dict:
+    return ok(delivered_entry=message.entry, delivered_index=message.index, redelivery_count=redelivery_count,
+              key=key)
+
+
+def failed(outcome: str, error_class: str, message: str = "") -> dict:
+    """A `fail` (the client refused it) or `info` (unknown whether it happened) reply."""
+    return {"outcome": outcome, "error": {"class": error_class, "message": message}}
+
+
+def error(error_class: str, message: str) -> dict:
+    """The driver could not perform the request at all (not understood, unsupported, a driver bug)."""
+    return {"outcome": "error", "error": {"class": error_class, "message": message}}
+
+
+def completion_of(reply: dict, *, at: int) -> o.Completion:
+    """An op's reply as the model's completion (a send's value is its message ids, made by the caller).
+
+    `at` is the suite's clock (ms since the reset); a reply's own `at` wins: a driver with a clock of
+    its own (the model's logical one) says when the op completed."""
+    if isinstance(reply.get("at"), int):
+        at = reply["at"]
+    outcome = reply.get("outcome")
+    if outcome == "ok":
+        if reply.get("delivered_entry") is not None:
+            return o.ok(o.Delivery(message=o.MessageId(reply["delivered_entry"], reply.get("delivered_index", -1)),
+                                   redelivery_count=int(reply.get("redelivery_count") or 0),
+                                   key=reply.get("key")), at=at)
+        return o.ok(at=at)
+    detail = reply.get("error") or {}
+    if outcome == "fail":
+        return o.fail(str(detail.get("class") or "refused"), at=at)
+    if outcome == "info":
+        return o.info(f"{detail.get('class') or 'unknown'}: {detail.get('message') or ''}".rstrip(": "), at=at)
+    raise ProtocolError(f"reply outcome must be ok, fail, info or error, got {outcome!r}")

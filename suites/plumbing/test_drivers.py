@@ -1,0 +1,151 @@
+"""The driver machinery (fixtures/targets/driver_target.py, drivers/): a client that dies is a
+reported finding and the run goes on, a check the client cannot run is not applicable, and the
+protocol itself carries the whole conformance suite (the reference model as a driver, no broker)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import settings
+
+from drivers import wire
+from fixtures.targets.driver_target import MODEL_DRIVER, PYTHON_DRIVER, ClientCrashed, DriverProcess, DriverTarget
+from model import ops as o
+from model.spec import Spec
+from reports.failures import read_events
+from suites.conformance.catalog import CHECKS
+from suites.machines import run_conformance
+from suites.replay.stored import replay
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _model_driver(*args: str, grace_ms: int = 10_000) -> DriverTarget:
+    return DriverTarget(lambda: DriverProcess(MODEL_DRIVER + args), name="model-driver", grace_ms=grace_ms)
+
+
+@pytest.mark.parametrize("how, reason", [
+    ("segv", "was killed by SIGSEGV (signal 11)"),
+    ("kill", "was killed by SIGKILL (signal 9)"),
+    ("exit", "exited with code 3"),
+    ("hang", "gave no reply to subscribe within its deadline (killed)"),
+])
+def test_a_driver_that_dies_is_a_crashed_client_and_a_fresh_driver_takes_the_next_program(how, reason):
+    target = _model_driver("--die-after", "3", "--die-by", how, grace_ms=1500)
+    try:
+        target.reset(Spec(), "p1")
+        target.invoke(o.Send())
+        target.invoke(o.Send())
+        with pytest.raises(ClientCrashed) as crashed:
+            target.invoke(o.Subscribe(consumer="c0"))
+        assert crashed.value.reason == reason
+        assert str(crashed.value).startswith(f"client crashed: model {crashed.value.client.split()[1]} {reason} "
+                                             "during c0: subscribe")
+        assert "dying by" in crashed.value.stderr  # the tail of its stderr
+        assert [type(op) for op, _ in crashed.value.history] == [o.Send, o.Send]
+        assert "Subscribe(consumer='c0')" in crashed.value.source  # the reproduction replays the op it died on
+        target.reset(Spec(), "p2")
+        assert target.invoke(o.Send()).outcome is o.Outcome.OK
+    finally:
+        target.close()
+
+
+def test_the_reference_model_as_a_driver_passes_every_check_through_the_protocol():
+    """The protocol's self-test: every catalog check (the slow one aside), each spec, a few programs."""
+    target = _model_driver()
+    ids = (f"self-test-{n}" for n in itertools.count())
+    try:
+        for check in (c for c in CHECKS if not c.slow):
+            for spec in check.specs.values():
+                run_conformance(target, spec, lambda: next(ids), kinds=check.kinds,
+                                settings_=settings(settings.get_profile("ci"), max_examples=3))
+    finally:
+        target.close()
+
+
+def test_every_catalog_check_asks_only_what_the_python_client_declares():
+    """With --client python no check is skipped as not applicable: the catalog's specs need only
+    what pulsar-client offers (drivers/python/driver.py's CAPABILITIES)."""
+    from drivers.python.driver import CAPABILITIES
+
+    hello = {"ops": list(wire.CLIENT_OPS), "capabilities": list(CAPABILITIES)}
+    needed = {c.area: sorted({n for s in c.specs.values() for n in wire.needs(c.kinds, s)}) for c in CHECKS}
+    assert "seek_by_id" in needed["seek"]
+    assert "dead_letter_policy" in needed["redelivery_count_and_dead_letter"]
+    assert "receiver_queue_0" in needed["zero_queue"] and "ack_timeout" in needed["ack_timeout"]
+    assert all(not wire.lacking(hello, c.kinds, s) for c in CHECKS for s in c.specs.values())
+    assert wire.lacking({**hello, "capabilities": []}, ("send", "seek"), Spec()) == ["seek_by_id"]
+
+
+def _pytest(folder: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "CI": "true"}
+    env.pop("GITHUB_STEP_SUMMARY", None)
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--reports-dir",
+                           str(folder), *args], cwd=ROOT, env=env, text=True, capture_output=True, timeout=600)
+
+
+def test_a_crash_is_its_own_verdict_with_its_history_and_the_run_goes_on(tmp_path):
+    """The real conformance suite through a model driver that dies once, on its 40th op, by SIGSEGV,
+    and that lacks seek by id: the test it dies in is unknown, "client crashed", with the history up
+    to the crash; the next tests pass on a fresh driver; the seek checks are not applicable."""
+    marker = tmp_path / "died"
+    client = f"cmd:{sys.executable} -m drivers.model --die-after 40 --die-once {marker} --lacks seek_by_id"
+    done = _pytest(tmp_path / "reports", "suites/conformance/test_individual_ack.py",
+                   "suites/conformance/test_seek.py", "--target", "fixtures.targets.driver_target:without_broker",
+                   "--client", client)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "client crashed: model" in done.stdout
+    summary = json.loads((tmp_path / "reports" / "summary.json").read_text())
+    outcomes = {(r["area"], r["spec_id"]): r for r in summary["results"]}
+    crashed = outcomes.pop(("individual_ack", "Exclusive"))
+    assert crashed["outcome"] == "unknown" and not crashed["violations"]
+    assert crashed["reason"].startswith("client crashed: model ") and "SIGSEGV (signal 11)" in crashed["reason"]
+    assert "dying by segv on op 40" in crashed["reason"]
+    skipped = {k: r for k, r in outcomes.items() if k[0] == "seek"}
+    assert {r["outcome"] for r in skipped.values()} == {"skipped"} and len(skipped) == 3
+    assert all("not applicable for client model" in r["reason"] and "seek_by_id" in r["reason"]
+               for r in skipped.values())
+    assert {r["outcome"] for k, r in outcomes.items() if k[0] == "individual_ack"} == {"passed"}
+    assert summary["run"]["client"]["name"] == "model" and summary["run"]["client"]["protocol"] == 1
+    failures = tmp_path / "reports" / "failures"
+    stem = "individual_ack-Exclusive-client-crashed"
+    sidecar = json.loads((failures / f"{stem}.expect.json").read_text())
+    assert sidecar["expect"] == "client-crashed" and "SIGSEGV" in sidecar["reason"]
+    events = read_events(failures / f"{stem}.jsonl")
+    assert len(events) == sidecar["step"] > 0
+    from model.history import completion_of, op_of, spec_of
+
+    history = [(op_of(e), completion_of(e)) for e in events]
+    assert replay(spec_of(events[0].spec), history, drained=False).step is None  # the history up to the crash checks again
+
+
+def pytest_generate_tests(metafunc):
+    """The driver of `--client cmd:COMMAND` when given (a client author's), else the project's two."""
+    if "driver_command" in metafunc.fixturenames:
+        client = metafunc.config.getoption("client") or ""
+        if client.startswith("cmd:"):
+            metafunc.parametrize("driver_command", [client[4:]], ids=["given"])
+        else:
+            metafunc.parametrize("driver_command", [MODEL_DRIVER, PYTHON_DRIVER], ids=["model", "python"])
+
+
+def test_a_driver_answers_every_request_and_errors_are_data(driver_command):
+    """What a client author's driver must do before it meets a broker (drivers/README.md)."""
+    driver = DriverProcess(driver_command)
+    try:
+        hello = driver.request(wire.hello("pulsar://127.0.0.1:1"), 30_000)
+        assert hello["protocol"] == wire.PROTOCOL and hello["client"] and hello["version"]
+        assert set(hello["ops"]) <= set(wire.CLIENT_OPS) and set(hello["capabilities"]) <= set(wire.CAPABILITIES)
+        assert driver.request({"type": "op", "op": "fly"}, 5_000)["outcome"] == "error"
+        assert driver.request({"type": "dance"}, 5_000)["outcome"] == "error"
+        assert driver.request({"type": "hello", "protocol": 99}, 5_000)["error"]["class"] == "ProtocolVersion"
+        assert driver.request(wire.close(), 10_000)["outcome"] == "ok"
+        assert driver.process.wait(timeout=10) == 0
+    finally:
+        driver.stop()

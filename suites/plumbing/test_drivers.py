@@ -50,6 +50,9 @@ def test_a_driver_that_dies_is_a_crashed_client_and_a_fresh_driver_takes_the_nex
         assert "dying by" in crashed.value.stderr  # the tail of its stderr
         assert [type(op) for op, _ in crashed.value.history] == [o.Send, o.Send]
         assert "Subscribe(consumer='c0')" in crashed.value.source  # the reproduction replays the op it died on
+        with pytest.raises(ClientCrashed) as again:  # the program ends with its driver: no fresh one mid-program
+            target.invoke(o.Receive(consumer="c0"))
+        assert again.value is crashed.value
         target.reset(Spec(), "p2")
         assert target.invoke(o.Send()).outcome is o.Outcome.OK
     finally:

@@ -43,8 +43,6 @@ def test_the_model_itself_passes_the_whole_catalog():
     from fixtures.targets.model_target import ModelTarget
 
     for check in CHECKS:
-        if check.slow:
-            continue
         for spec in check.specs.values():
             run_conformance(ModelTarget(), spec, lambda: next(ids), kinds=check.kinds,
                             settings_=settings(settings.get_profile("ci"), max_examples=10), drain_idle_ms=30)

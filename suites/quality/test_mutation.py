@@ -1,0 +1,129 @@
+"""The mutation run's parts, each on a small case (the full run is `python -m suites.quality.mutation`).
+
+The mutator makes each operator's mutant; a mutant package imports beside the real model without
+touching it; a known-bad mutant is killed by the catalog; a mutant that only renames is found
+equivalent; the report's counts add up.
+"""
+
+import ast
+import sys
+from pathlib import Path
+
+import pytest
+
+import model.nondet
+import model.simulate
+import model.transitions
+from model import ops as o
+from model.spec import Spec, SubscriptionType
+from suites.conformance.catalog import check
+from suites.quality import equivalence
+from suites.quality.mutation import EQUIVALENT, KILLED, OUTCOMES, SURVIVED, run_mutant, summarize
+from suites.quality.mutator import MODEL, OPERATORS, Mutant, build, edited, load, mutants_of
+
+RULE = '''
+def rule(state, m):
+    if state.now < m.at and m.ok or m.late:
+        state = replace_message(state, m.with_(status=1, holder=None))
+    else:
+        state = replace_messages(state, {m.id: m, m.other: m})
+    chosen = min(m.a, m.b) if m.ok else None
+    return Delivery(message=m.id, key=m.key)
+'''
+
+
+def test_the_mutator_makes_each_operators_mutant():
+    made = {(m.operator, m.original, m.mutated) for m in mutants_of(RULE, "rule.py")}
+    expected = {
+        ("negate-condition", "state.now < m.at and m.ok or m.late", "not (state.now < m.at and m.ok or m.late)"),
+        ("drop-condition", "state.now < m.at and m.ok or m.late", "m.late"),
+        ("drop-condition", "state.now < m.at and m.ok", "m.ok"),
+        ("shift-bound", "state.now < m.at", "state.now <= m.at"),
+        ("shift-bound", "1", "0"),
+        ("shift-bound", "1", "2"),
+        ("skip-update", "m.with_(status=1, holder=None)", "m.with_(holder=None)"),
+        ("skip-update", "replace_message(state, m.with_(status=1, holder=None))", "state"),
+        ("skip-update", "{m.id: m, m.other: m}", "{m.other: m}"),
+        ("swap-choices", "min(m.a, m.b)", "max(m.a, m.b)"),
+        ("swap-choices", "min(m.a, m.b) if m.ok else None", "None if m.ok else min(m.a, m.b)"),
+        ("forget-field", "Delivery(message=m.id, key=m.key)", "Delivery(key=m.key)"),
+    }
+    assert expected <= made, sorted(expected - made)
+    assert {operator for operator, _, _ in made} == set(OPERATORS)
+    swapped = [m for m in mutants_of(RULE, "rule.py") if m.operator == "swap-choices" and m.original.startswith("if")]
+    assert len(swapped) == 1 and "replace_messages" in ast.unparse(ast.parse(swapped[0].source).body[0].body[0].body[0])
+    for mutant in mutants_of(RULE, "rule.py"):
+        compile(mutant.source, mutant.file, "exec")
+
+
+def test_a_mutant_package_imports_beside_the_model(tmp_path):
+    respond, step = model.simulate.respond, model.transitions.step
+    mutant = edited("simulate.py", "return o.ok(at=at + ms)", "return o.ok(at=at + ms + 1)", number=0)
+    simulate, nondet, state = load(build(mutant, tmp_path), tmp_path)
+    assert Path(simulate.__file__).is_relative_to(tmp_path) and Path(nondet.__file__).is_relative_to(tmp_path)
+    assert nondet.step is sys.modules["mutant_model_0.transitions"].step is not step
+    assert state is sys.modules["model.state"]  # values are the real model's types
+    # The real model is untouched: same functions, same files, same answers.
+    assert model.simulate.respond is respond and model.transitions.step is step and model.nondet.step is step
+    assert Path(model.simulate.__file__).parent == MODEL
+    tick, start = o.Tick(ms=5), state.initial(Spec(subscription_type=SubscriptionType.SHARED))
+    assert model.simulate.respond(start, tick, None).at == 5
+    assert simulate.respond(start, tick, None).at == 6
+    assert type(simulate.respond(start, tick, None)) is o.Completion
+
+
+@pytest.fixture(scope="module")
+def programs():
+    return equivalence.reference_programs(300)
+
+
+def test_a_known_bad_mutant_is_killed(tmp_path, programs):
+    """An `and` turned `or` in the ideal broker: a second consumer is refused on every type."""
+    mutant = edited("simulate.py", "SubscriptionType.EXCLUSIVE and state.connected()",
+                    "SubscriptionType.EXCLUSIVE or state.connected()", number=1)
+    result = run_mutant(mutant, tmp_path, programs, checks=(check("key_shared"),))
+    assert result["outcome"] == KILLED, result
+    assert result["guarantee"] == "subscribe" and result["by"] == "key_shared[Key_Shared]"
+
+
+def test_a_mutant_that_renames_is_equivalent(tmp_path, programs):
+    text = (MODEL / "simulate.py").read_text()
+    mutant = Mutant(number=2, file="simulate.py", line=1, operator="rename", original="first_fresh",
+                    mutated="earliest_never_delivered", function="pick_delivery", rule_guarantees=(),
+                    source=text.replace("first_fresh", "earliest_never_delivered"))
+    result = run_mutant(mutant, tmp_path, programs, checks=(check("key_shared"),))
+    assert result["outcome"] == EQUIVALENT, result
+    assert result["evidence"]["programs"] == len(programs)
+    assert len(result["evidence"]["specs"]) == len(equivalence.catalog_specs())
+
+
+def test_a_mutant_the_catalog_misses_is_told_apart(tmp_path, programs):
+    """A survivor is not equivalent when a random program tells it apart: a tick that ends 1 ms late."""
+    mutant = edited("simulate.py", "return o.ok(at=at + ms)", "return o.ok(at=at + ms + 1)", number=3)
+    result = run_mutant(mutant, tmp_path, programs, checks=(check("key_shared"),))
+    assert result["outcome"] == SURVIVED, result
+    told = result["distinguishing"]
+    assert told["ops"][-1].startswith("Tick(") and "Tick(" not in " ".join(told["ops"][:-1])
+
+
+def test_the_report_counts_add_up():
+    def record(number, outcome, module="model.simulate", **more):
+        return {"number": number, "id": f"m{number}", "outcome": outcome, "module": module, "rule_guarantees": [],
+                "function": "f", **more}
+
+    results = [record(0, KILLED, seconds=2.0, cpu_seconds=1.0, guarantee="no-loss"),
+               record(1, KILLED, "model.transitions.acks", seconds=4.0, cpu_seconds=3.0, guarantee="cursor"),
+               record(2, KILLED, seconds=9.0, cpu_seconds=5.0, guarantee="no-loss"),
+               record(3, SURVIVED, "model.transitions.acks", guarantee=None,
+                      distinguishing={"spec": "s", "seed": 1, "ops": ["Tick(ms=1)"], "expected": "", "got": "",
+                                      "checker": "allows"}),
+               record(4, EQUIVALENT, evidence={"programs": 3, "steps": 30, "specs": ["s"]}),
+               record(5, OUTCOMES[3], error="SyntaxError"), record(6, OUTCOMES[4], error="TypeError"),
+               record(7, OUTCOMES[5])]
+    report = summarize(results, total=20, meta={})
+    assert sum(report["counts"].values()) == report["mutants_run"] == len(results)
+    assert report["score"] == 3 / 4
+    assert report["median_seconds_to_kill"] == 4.0 and report["median_cpu_seconds_to_kill"] == 3.0
+    assert sum(sum(c.values()) for c in report["per_module"].values()) == len(results)
+    assert report["per_guarantee"] == {"no-loss": {KILLED: 2}, "cursor": {KILLED: 1}, "untold": {SURVIVED: 1}}
+    assert [r["number"] for r in report["survivors"]] == [3]

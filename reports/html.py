@@ -72,6 +72,7 @@ def _run_info(summary: Summary) -> str:
     facts = [("target", run.get("target")),
              ("Pulsar", f"{version} ({source})" if version and source else version or source),
              ("modelled Pulsar", ", ".join(pulsar.get("modelled") or [])),
+             ("client", " ".join(str(client[k]) for k in ("name", "version") if client.get(k))),
              ("pulsar-client", client.get("pulsar-client")),
              ("modelled client", ", ".join(client.get("modelled") or [])),
              ("Hypothesis profile", run.get("hypothesis_profile")), ("run", run.get("run_id")),

@@ -33,6 +33,8 @@ def run_line(summary: Summary) -> str:
         parts.append(f"Pulsar: {pulsar['source']}")
     if pulsar.get("modelled"):
         parts.append(f"model of Pulsar {', '.join(pulsar['modelled'])}")
+    if client.get("name"):  # the client under test, as its driver named itself
+        parts.append(f"client {client['name']} {client.get('version') or ''}".rstrip())
     if client.get("pulsar-client"):
         parts.append(f"pulsar-client {client['pulsar-client']}")
     if run.get("hypothesis_profile"):

@@ -116,6 +116,7 @@ def test_a_crash_is_its_own_verdict_with_its_history_and_the_run_goes_on(tmp_pat
                for r in skipped.values())
     assert {r["outcome"] for k, r in outcomes.items() if k[0] == "individual_ack"} == {"passed"}
     assert summary["run"]["client"]["name"] == "model" and summary["run"]["client"]["protocol"] == 1
+    assert " · client model " in (tmp_path / "reports" / "summary.md").read_text()
     failures = tmp_path / "reports" / "failures"
     stem = "individual_ack-Exclusive-client-crashed"
     sidecar = json.loads((failures / f"{stem}.expect.json").read_text())

@@ -57,7 +57,7 @@ class Message:
     # Never dispatched to anyone as far as the model can tell: not in any receiver queue nor in the
     # dispatcher's replay queue (messagesToRedeliver), so its first delivery must come in publish
     # order. False once it may have sat in a receiver queue that was handed back (a consumer's
-    # close, a rewind, a reopened topic).
+    # close, a rewind, a reopened topic) or its batch entry was redelivered.
     never_dispatched: bool = True
     ack_confirmed: bool = False
     # Deliveries that may still come beyond the one the model owes: a copy in a receiver queue

@@ -49,8 +49,6 @@ EMPTY_BECAUSE: dict[str, dict[Guarantee, str]] = {
     BROKER: {
         Guarantee.NO_PHANTOM: "No broker behaviour to pin down: every conformance run against the broker checks "
                               "it on each delivery.",
-        Guarantee.ORDER: "No broker behaviour to pin down: every conformance run against the broker checks it on "
-                         "each first delivery.",
         Guarantee.EXCLUSIVE: "ConsumerBusy is checked by the exclusive_and_failover conformance check against the "
                              "broker; no question of the model's about it is open.",
     },

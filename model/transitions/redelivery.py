@@ -53,11 +53,13 @@ def negative_acknowledge(state: State, op: o.NegativeAcknowledge, completion: o.
             # the indexes it has as acked; an ack it may not have yet may come back (shown by
             # test_fidelity_broker::test_a_nack_leaves_out_the_batch_indexes_acked_at_the_broker).
             # An index still in the receiver queue stays there too, uncounted (shown by history
-            # broker-older-queued-copy-keeps-its-count.batches-Shared-batch-index-ack).
+            # broker-older-queued-copy-keeps-its-count.batches-Shared-batch-index-ack), and its
+            # redelivered copy may reach another consumer after later entries (shown by
+            # test_fidelity_broker::test_queued_indexes_of_a_redelivered_batch_come_back_with_it_after_later_entries).
             bump = 1 if state.spec.subscription_type.tracks_redelivery_count else 0
             changed[target.id] = target.with_(
                 extra_deliveries=target.extra_deliveries + (0 if target.status is HELD else 1),
-                count_hi=target.count_hi + bump)
+                count_hi=target.count_hi + bump, never_dispatched=False)
     return replace_messages(state, changed)
 
 
@@ -199,7 +201,10 @@ def ack_timeouts_open(state: State, now: int) -> State:
         # An acked index stays out only if the broker has it as acked (batch-index acks).
         return m.status is not ACKED or not (m.ack_confirmed and state.spec.batch_index_ack)
 
-    return replace_messages(state, {m.id: m.with_(extra_deliveries=m.extra_deliveries + 1, count_hi=m.count_hi + bump)
+    # A queued index comes back with its entry, out of publish order, as after a nack (shown by
+    # test_fidelity_broker::test_queued_indexes_of_a_redelivered_batch_come_back_with_it_after_later_entries).
+    return replace_messages(state, {m.id: m.with_(extra_deliveries=m.extra_deliveries + 1, count_hi=m.count_hi + bump,
+                                                  never_dispatched=False)
                                     for m in state.messages if comes_with_the_entry(m)})
 
 

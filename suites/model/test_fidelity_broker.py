@@ -383,3 +383,28 @@ def test_a_nack_leaves_out_the_batch_indexes_acked_at_the_broker(pulsar_target, 
     back = [(d.message, d.redelivery_count) for d in run.drain(idle_ms=1500)]
     assert m(0, 0) not in [message for message, _ in back], back
     assert (m(0, 1), 1) in back, back
+
+
+@pytest.mark.parametrize("cause", ["nack", pytest.param("ack-timeout", marks=pytest.mark.slow)])
+@pytest.mark.guarantee("order", "redelivery-count")
+def test_queued_indexes_of_a_redelivered_batch_come_back_with_it_after_later_entries(pulsar_target, names, cause):
+    """Observed on 4.0.7 (Shared, no batch-index acks): c2 received m0.0 of a batch (m0.1 and m0.2
+    stayed in its receiver queue, which had no permits left) and nacked it, or let its ack timeout
+    fire; m1 and m2 went to c0 meanwhile; then the entry came back whole to c0 with count 1, m0.1
+    and m0.2 included, though they had never reached an application: not first deliveries in
+    publish order but redeliveries. c2's client still handed out its queued copies, with count 0."""
+    spec = SHARED.with_(receiver_queue_size=1, nack_delay_ms=1000)
+    run = _program(pulsar_target, names, spec.with_(ack_timeout_ms=10_000) if cause == "ack-timeout" else spec)
+    run.do(o.Subscribe(consumer="c2"))
+    run.do(o.Send(keys=(None, None, None), batched=True))
+    assert run.receive("c2", timeout_ms=2000) == o.Delivery(message=m(0, 0), redelivery_count=0)
+    run.do(o.Subscribe(consumer="c0"))
+    if cause == "nack":
+        run.do(o.NegativeAcknowledge(consumer="c2", message=m(0, 0)))
+    _publish(run, 2)
+    for later in (m(1), m(2)):
+        assert run.receive("c0", timeout_ms=500).message == later
+        run.do(o.Acknowledge(consumer="c0", message=later))
+    run.do(o.Tick(ms=1500 if cause == "nack" else 11_500))
+    assert [(d.message, d.redelivery_count) for d in run.drain("c0")] == [(m(0, 0), 1), (m(0, 1), 1), (m(0, 2), 1)]
+    assert [(d.message, d.redelivery_count) for d in run.drain("c2")] == [(m(0, 1), 0), (m(0, 2), 0)]

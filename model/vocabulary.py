@@ -93,6 +93,36 @@ def _tick(state: State) -> tuple[o.Op, ...]:
     return tuple(ticks)
 
 
+def boundary_ticks(state: State) -> tuple[o.Op, ...]:
+    """Ticks that land just before, on and just after each bound of a window open now, and inside
+    it: a nacked or timed-out message's redelivery window (the NegativeAcksTracker's delay and
+    tick, the UnAckedMessageTracker's timeout and tick), a rewind on its way, a Failover pause. The
+    model's rules compare the clock with these bounds (`>=` opens a window, `<=` closes it), so a
+    bound shifted by one shows only to a tick that lands beside it. Empty when no window is open."""
+    now, bounds = state.now, set()
+    for m in state.messages:
+        if m.status is HELD and m.redelivery_from is not None:
+            bounds.update((m.redelivery_from, m.redelivery_by, (m.redelivery_from + m.redelivery_by) // 2))
+    if state.rewind_window is not None:
+        bounds.update(state.rewind_window)
+    if state.paused_until > now:
+        bounds.add(state.paused_until)
+    landings = sorted({b + d for b in bounds for d in (-1, 0, 1)})
+    return tuple(_op(o.Tick, ms=t - now) for t in landings if t > now and lands_outside_a_rewind_loop(state, t))
+
+
+def lands_outside_a_rewind_loop(state: State, at: int) -> bool:
+    """Whether a tick may land at `at`: not inside a held message's ack-timeout window on
+    Exclusive/Failover. There the model lets every message received while another's window is open
+    come back at once (the client's timeout rewinds everything unacknowledged), again and again
+    with no time passing, and the model target, which gives due redeliveries first, would redeliver
+    without end."""
+    if state.spec.ack_timeout_ms is None or not state.spec.subscription_type.single_active_consumer:
+        return True
+    return not any(m.status is HELD and m.redelivery_from is not None and m.redelivery_from <= at < m.redelivery_by
+                   for m in state.messages)
+
+
 def _lifecycle(make: Callable[[], o.Op]) -> Callable[[State], tuple[o.Op, ...]]:
     only = (make(),)
     return lambda state: only

@@ -9,6 +9,10 @@ can still be acked depends on what happened since it was received, e.g. its cons
 which a bundle cannot know.) Every step runs in lock-step with the model; the first observation
 it does not allow fails the example with the broken guarantee, the story of the history, and a
 runnable reproduction. A `drain` rule and the teardown check that nothing owed was lost.
+
+How the next step is picked is suites/generation.py's: by default one Hypothesis rule draws the
+kind by weight among those the example's swarm keeps and the model enables, then one of its ops
+(a tick near a window's bound is one of them); with `generation.PLAIN` each kind is its own rule.
 """
 
 from __future__ import annotations
@@ -17,13 +21,14 @@ from hypothesis import Phase, note, settings
 from hypothesis.control import current_build_context
 from hypothesis.errors import Flaky
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, precondition, rule, run_state_machine_as_test
+from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule, run_state_machine_as_test
 
 from fixtures.targets.lockstep import ConformanceFailure, Lockstep
 from model import ops as o
 from model.describe import describe_completion, describe_op
 from model.spec import Spec
 from model.vocabulary import CANDIDATES, candidates
+from suites import generation as gen
 from suites.programs import DRAIN, DRAIN_OTHERS, Step, perform, settle, take, tighten
 
 ALL_KINDS = tuple(k for k in CANDIDATES if k not in ("restart", "crash"))
@@ -35,15 +40,27 @@ OBSERVATION_DEPENDENT = ("acknowledge", "acknowledge_cumulative", "negative_ackn
 
 
 def conformance_machine(target, spec: Spec, program_ids, *, kinds=ALL_KINDS, drain_idle_ms: int = 300,
-                        deterministic: bool = True, on_failure=None):
+                        deterministic: bool = True, on_failure=None, generation: gen.Generation | None = None):
     """A machine class driving `target` (reset for every example) in lock-step with the model.
 
     Against a non-deterministic target (a real broker) a rule's precondition must not depend on
     what the target delivered: Hypothesis replays a program's choices to shrink it and insists that
-    the same choices meet the same rules. There, the observation-dependent rules are always enabled
-    and do nothing when the model offers no candidate.
+    the same choices meet the same rules. There, the observation-dependent rules of the plain
+    generation are always enabled and do nothing when the model offers no candidate; the swarm
+    generation has one rule, always enabled, whose draws do not depend on the state (only what
+    they pick does), and no boundary ticks (a real tick is a sleep, its landing a bound of the
+    client's timers).
     """
+    generation = generation or gen.current()
+    base = _machine_base(target, spec, program_ids, drain_idle_ms, on_failure)
+    if generation.plain:
+        return _per_kind_machine(base, kinds, deterministic)
+    if not deterministic:
+        generation = gen.Generation(swarm=generation.swarm, weighted=generation.weighted, boundaries=False)
+    return _swarm_machine(base, spec, kinds, generation)
 
+
+def _machine_base(target, spec: Spec, program_ids, drain_idle_ms: int, on_failure) -> type:
     class ConformanceMachine(RuleBasedStateMachine):
         def __init__(self) -> None:
             super().__init__()
@@ -68,31 +85,44 @@ def conformance_machine(target, spec: Spec, program_ids, *, kinds=ALL_KINDS, dra
             if current_build_context().is_final:  # the story is only told for the shrunk example
                 note(f"{describe_op(op)} -> {describe_completion(completion)}")
 
-        @precondition(lambda self: bool(self.candidates("receive")))
-        @rule()
-        def drain(self) -> None:
+        def drain_all(self) -> None:
             """Receive on every consumer until idle: every message owed must have come."""
             self.run.begin(DRAIN)
             deliveries = self.run.drain(idle_ms=drain_idle_ms)
             if current_build_context().is_final:
                 note(f"drain -> {', '.join(str(d.message) for d in deliveries) or 'nothing'}")
 
+        def drain_all_but(self, idle: int) -> None:
+            """Drain every consumer but one, which takes nothing meanwhile: what does not fit in
+            its receiver queue must come to the others."""
+            names = [op.consumer for op in self.candidates("receive")]
+            left = names[idle % len(names)]
+            before = len(self.run.history)
+            take(self.run, Step(rule=DRAIN_OTHERS, idle=left), drain_idle_ms)
+            deliveries = [c.value for _, c in self.run.history[before:] if isinstance(c.value, o.Delivery)]
+            if current_build_context().is_final:
+                note(f"drain all but {left} -> {', '.join(str(d.message) for d in deliveries) or 'nothing'}")
+
+        def teardown(self) -> None:
+            settle(self.run, drain_idle_ms)
+
+    return ConformanceMachine
+
+
+def _per_kind_machine(base: type, kinds: tuple[str, ...], deterministic: bool) -> type:
+    """The plain generation: one rule per op kind, Hypothesis picks among the enabled ones."""
+
+    class ConformanceMachine(base):
+        @precondition(lambda self: bool(self.candidates("receive")))
+        @rule()
+        def drain(self) -> None:
+            self.drain_all()
+
         if DRAIN_OTHERS in kinds:  # not an op: the check lists it among its kinds
             @precondition(lambda self: len(self.candidates("receive")) > 1)
             @rule(idle=st.integers(0, 255))
             def drain_others(self, idle: int) -> None:
-                """Drain every consumer but one, which takes nothing meanwhile: what does not fit in
-                its receiver queue must come to the others."""
-                names = [op.consumer for op in self.candidates("receive")]
-                left = names[idle % len(names)]
-                before = len(self.run.history)
-                take(self.run, Step(rule=DRAIN_OTHERS, idle=left), drain_idle_ms)
-                deliveries = [c.value for _, c in self.run.history[before:] if isinstance(c.value, o.Delivery)]
-                if current_build_context().is_final:
-                    note(f"drain all but {left} -> {', '.join(str(d.message) for d in deliveries) or 'nothing'}")
-
-        def teardown(self) -> None:
-            settle(self.run, drain_idle_ms)
+                self.drain_all_but(idle)
 
     for kind in (k for k in kinds if k != DRAIN_OTHERS):
         _add_rule(ConformanceMachine, kind, guarded=deterministic or kind not in OBSERVATION_DEPENDENT)
@@ -112,6 +142,61 @@ def _add_rule(machine: type, kind: str, *, guarded: bool) -> None:
     perform_kind.__name__ = kind
     body = rule(choice=st.integers(0, 255))(perform_kind)
     setattr(machine, kind, precondition(lambda self: bool(self.candidates(kind)))(body) if guarded else body)
+
+
+def _swarm_machine(base: type, spec: Spec, kinds: tuple[str, ...], generation: gen.Generation) -> type:
+    """One rule: the kind drawn by weight (suites/generation.py) among those the example's swarm
+    keeps and the model enables (the drain first: a ticket shrinks towards it), then one of its ops.
+    Hypothesis's own swarm over rules has one rule to choose from, so it never leaves out the drain
+    or the sends."""
+    order = (DRAIN, "receive", "send", "subscribe") + tuple(k for k in kinds if k not in gen.ALWAYS)
+    optional, knobs = gen.swarm_choices(order, spec)
+
+    class ConformanceMachine(base):
+        swarm = gen.Swarm()
+
+        if generation.swarm:
+            @initialize(left_out=st.lists(st.booleans(), min_size=len(optional) + len(knobs),
+                                          max_size=len(optional) + len(knobs)))
+            def leave_out(self, left_out: list[bool]) -> None:
+                self.swarm = gen.swarm_of(left_out, optional, knobs)
+                if current_build_context().is_final:
+                    note(self.swarm.describe())
+
+        def options(self, kind: str) -> tuple[o.Op, ...]:
+            state = self.state
+            if self._cached_for is not state:
+                self._cached_for, self._cache = state, {}
+            key = ("options", kind)
+            if key not in self._cache:
+                if kind == DRAIN:
+                    found = self.candidates("receive")[:1]
+                elif kind == DRAIN_OTHERS:
+                    found = self.candidates("receive") if len(self.candidates("receive")) > 1 else ()
+                    found = () if DRAIN_OTHERS in self.swarm.kinds else found
+                else:
+                    found = gen.options(state, kind, generation, self.swarm)
+                self._cache[key] = found
+            return self._cache[key]
+
+        @rule(ticket=st.integers(0, gen.TICKETS - 1), choice=st.integers(0, 255))
+        def step(self, ticket: int, choice: int) -> None:
+            enabled = [k for k in order if self.options(k)]
+            if not enabled:
+                return
+            state = self.state
+            kind = gen.pick([(k, gen.weight(state, k) if generation.weighted else 1) for k in enabled], ticket)
+            if kind == DRAIN:
+                self.drain_all()
+            elif kind == DRAIN_OTHERS:
+                self.drain_all_but(choice)
+            else:
+                found = self.options(kind)
+                self.run.begin(kind)
+                self.perform(found[choice % len(found)])
+
+    ConformanceMachine.__name__ = ConformanceMachine.__qualname__ = "ConformanceMachine"
+    return ConformanceMachine
 
 
 def run_conformance(target, spec: Spec, program_ids, *, kinds=ALL_KINDS, settings_: settings | None = None,

@@ -23,7 +23,7 @@ from model import ops as o
 from model.simulate import pick_delivery
 from model.spec import Spec
 from model.state import Status
-from model.vocabulary import candidates
+from model.vocabulary import boundary_ticks, candidates
 
 DRAIN = "drain"
 # Drain every consumer but one (`Step.idle`), which takes nothing meanwhile: what does not fit in
@@ -102,7 +102,7 @@ def settle(run: Lockstep, drain_idle_ms: int) -> None:
 
 def take(run: Lockstep, step: Step, drain_idle_ms: int, *, checked: bool = False) -> None:
     """Take one step as the machine does (`checked`: refuse an op the model does not offer)."""
-    if checked and step.op is not None and step.op not in candidates(next(iter(run.verdict.states)), step.rule):
+    if checked and step.op is not None and step.op not in offered(next(iter(run.verdict.states)), step.rule):
         raise NotAProgram(step)
     receivers = [op.consumer for op in candidates(next(iter(run.verdict.states)), "receive")]
     if checked and step.op is None and not receivers:
@@ -116,6 +116,13 @@ def take(run: Lockstep, step: Step, drain_idle_ms: int, *, checked: bool = False
         run.drain(idle_ms=drain_idle_ms)
     else:
         perform(run, step.op)
+
+
+def offered(state, kind: str) -> tuple[o.Op, ...]:
+    """The ops of `kind` a machine may take in `state`: the vocabulary's candidates, and for a tick
+    also those landing beside a window's bound (suites/generation.py)."""
+    found = candidates(state, kind)
+    return boundary_ticks(state) + found if kind == "tick" and found else found
 
 
 def run_program(target, spec: Spec, program_id: str, steps: tuple[Step, ...], *, drain_idle_ms: int = 30) -> None:
@@ -173,7 +180,7 @@ def _variants(program: tuple[Step, ...], failure: ConformanceFailure):
     states = _states_before_steps(failure)
     for i, step in enumerate(program):
         if step.op is not None and i < len(states):
-            for other in candidates(states[i], step.rule):
+            for other in offered(states[i], step.rule):
                 if other != step.op:
                     yield program[:i] + (Step(rule=step.rule, op=other),) + program[i + 1:]
 

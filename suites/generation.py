@@ -1,0 +1,171 @@
+"""How the conformance machine (suites/machines.py) picks its next step: swarm, state weights,
+boundary ticks.
+
+- Swarm (Groce et al., "Swarm testing", ISSTA 2012): each example leaves out a random subset of
+  its check's own op kinds and of the vocabulary's knobs (batched sends, consumers other than c0,
+  half of the Key_Shared keys), so a combination that needs two rare ops together is not drowned by the
+  common ones. `send`, `subscribe`, `receive` and the drain always stay, and at least one of the
+  check's own kinds.
+- State weights: an op is drawn with a weight that grows with what it can act on. A nack, a seek,
+  a close, an unload or a redelivery request is worth more while messages are held, acks are
+  pending (the client's ack grouping), the cursor has holes, or copies may sit in receiver queues.
+- Boundary ticks: a tick lands just before, on or just after a bound of a window open now
+  (`model.vocabulary.boundary_ticks`: the nack delay and its tick, the ack timeout and its tick,
+  a rewind, the Failover pause), not only past every window.
+
+`PLAIN` is the generation without any of the three: one Hypothesis rule per op kind, drawn
+uniformly among those enabled (Hypothesis's own rule swarm may leave out send or the drain), ticks
+past every window. The benchmark (benchmarks/rule_coverage.py) runs both side by side with
+`using(PLAIN)`; the suites always run `SWARM`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from model import ops as o
+from model.spec import Spec, SubscriptionType
+from model.state import ACKED, AVAILABLE, HELD, State
+from model.vocabulary import KEYS, boundary_ticks, candidates, lands_outside_a_rewind_loop
+from suites.programs import DRAIN, DRAIN_OTHERS
+
+ALWAYS = ("send", "subscribe", "receive", DRAIN)  # never left out by the swarm
+# Knobs of the vocabulary an example may turn off, and when a spec has them.
+KNOBS = {
+    "batches": lambda spec: spec.receiver_queue_size > 0,  # a send may be a batch
+    "more_consumers": lambda spec: True,  # c1 and c2 may subscribe, not only c0
+    "all_keys": lambda spec: spec.subscription_type is SubscriptionType.KEY_SHARED,  # k2 and k3 are used
+}
+FEW_KEYS = frozenset(KEYS[:2])
+BASE_WEIGHT = 2
+TICKETS = 1 << 12  # the range of the draw that picks a kind by weight
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Generation:
+    swarm: bool = True
+    weighted: bool = True
+    boundaries: bool = True
+
+    @property
+    def plain(self) -> bool:
+        return not (self.swarm or self.weighted or self.boundaries)
+
+
+SWARM = Generation()
+PLAIN = Generation(swarm=False, weighted=False, boundaries=False)
+_current = [SWARM]
+
+
+def current() -> Generation:
+    return _current[-1]
+
+
+@contextmanager
+def using(generation: Generation) -> Iterator[None]:
+    """Build conformance machines with `generation` inside the block (the benchmark's switch)."""
+    _current.append(generation)
+    try:
+        yield
+    finally:
+        _current.pop()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Swarm:
+    """What one example left out: op kinds of its check and knobs of the vocabulary."""
+
+    kinds: frozenset[str] = frozenset()
+    knobs: frozenset[str] = frozenset()
+
+    def allows(self, op: o.Op) -> bool:
+        if isinstance(op, o.Send):
+            return (not op.batched or "batches" not in self.knobs) and (
+                "all_keys" not in self.knobs or all(k is None or k in FEW_KEYS for k in op.keys))
+        if isinstance(op, o.Subscribe):
+            return op.consumer == "c0" or "more_consumers" not in self.knobs
+        return True
+
+    def describe(self) -> str:
+        left = sorted(self.kinds) + [f"knob {k}" for k in sorted(self.knobs)]
+        return f"swarm left out: {', '.join(left) or 'nothing'}"
+
+
+def swarm_choices(kinds: tuple[str, ...], spec: Spec) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The kinds and knobs an example of this check may leave out."""
+    return tuple(k for k in kinds if k not in ALWAYS), tuple(k for k, applies in KNOBS.items() if applies(spec))
+
+
+def swarm_of(left_out: list[bool], kinds: tuple[str, ...], knobs: tuple[str, ...]) -> Swarm:
+    """The swarm drawn as one boolean per kind then per knob (True: left out); when every one of
+    the check's own kinds would go, they all stay: a program of only sends and receives checks
+    what every other check checks too."""
+    out_kinds = frozenset(k for k, out in zip(kinds, left_out) if out)
+    if out_kinds == frozenset(kinds):
+        out_kinds = frozenset()
+    return Swarm(kinds=out_kinds, knobs=frozenset(k for k, out in zip(knobs, left_out[len(kinds):]) if out))
+
+
+def options(state: State, kind: str, generation: Generation, swarm: Swarm) -> tuple[o.Op, ...]:
+    """The concrete ops of `kind` the machine may take in `state`."""
+    if kind in swarm.kinds:
+        return ()
+    offered = candidates(state, kind)
+    if kind == "tick" and offered and generation.boundaries:
+        return boundary_ticks(state) + tuple(t for t in offered if lands_outside_a_rewind_loop(state, state.now + t.ms))
+    if kind in ("send", "subscribe") and swarm.knobs:
+        return tuple(op for op in offered if swarm.allows(op))
+    return offered
+
+
+def weight(state: State, kind: str) -> int:
+    """How much a kind is worth in `state`: more when there is something for it to act on."""
+    if kind in ("send", "subscribe", "receive", DRAIN, DRAIN_OTHERS, "acknowledge"):
+        return BASE_WEIGHT
+    held = _held(state)
+    pending = any(c.pending_acks for c in state.consumers)
+    queued = _queued(state)
+    holes = bool(state.cursor.individually_deleted or state.cursor.batch_deleted)
+    match kind:
+        case "negative_acknowledge":
+            bonus = 2 * (pending or _partly_acked(state)) + 2 * any(m.redelivery_from is not None for m in held)
+        case "seek" | "unload":
+            bonus = 2 * pending + 2 * queued + 2 * holes
+        case "close" | "redeliver_unacknowledged_messages":
+            bonus = 2 * bool(held) + 2 * (pending or queued)
+        case "read_cursor" | "acknowledge_cumulative":
+            bonus = 2 * pending + 2 * holes
+        case "tick":
+            bonus = 2
+        case _:
+            bonus = 0
+    return BASE_WEIGHT + bonus
+
+
+def _held(state: State) -> list:
+    return [m for m in state.messages if m.status is HELD]
+
+
+def _queued(state: State) -> bool:
+    """Copies may sit in a receiver queue: a message dispatched before and back, or an extra copy."""
+    return bool(state.connected()) and any(
+        m.extra_deliveries or (m.status is AVAILABLE and not m.never_dispatched) for m in state.messages)
+
+
+def _partly_acked(state: State) -> bool:
+    """A batch entry with some indexes acked and some not."""
+    acked = {m.id.entry for m in state.messages if m.id.index >= 0 and m.status is ACKED}
+    return any(m.id.entry in acked and m.status is not ACKED for m in state.messages if m.id.index >= 0)
+
+
+def pick(weights: list[tuple[str, int]], ticket: int) -> str:
+    """The kind a ticket lands on, each kind taking as many tickets as its weight."""
+    total = sum(w for _, w in weights)
+    point = ticket % total
+    for kind, w in weights:
+        if point < w:
+            return kind
+        point -= w
+    raise AssertionError("unreachable: the weights sum to total")

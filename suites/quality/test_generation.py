@@ -1,0 +1,135 @@
+"""The conformance machine's generation (suites/generation.py) does what it promises: each example's
+swarm leaves out some of its check's kinds and knobs and never the base ones, ops are worth more
+when the state holds something for them, and ticks land beside the bounds of the windows open."""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+
+from hypothesis import settings
+from hypothesis.stateful import run_state_machine_as_test
+
+from fixtures import hypothesis_profiles  # noqa: F401  (registers the profiles)
+from fixtures.targets.model_target import ModelTarget
+from model import ops as o
+from model.nondet import apply, start
+from suites import generation as gen
+from suites.conformance.catalog import SHARED, check
+from suites.machines import conformance_machine
+from suites.programs import NotAProgram, Step, run_program
+
+m = o.MessageId
+CI = settings(settings.get_profile("ci"), max_examples=60)
+KIND_OF = {o.Send: "send", o.Subscribe: "subscribe", o.Receive: "receive", o.Acknowledge: "acknowledge",
+           o.NegativeAcknowledge: "negative_acknowledge", o.Tick: "tick"}
+
+
+class Recording(ModelTarget):
+    def __init__(self, programs: list) -> None:
+        super().__init__()
+        self.programs = programs
+
+    def reset(self, spec, program_id: str) -> None:
+        super().reset(spec, program_id)
+        self.programs.append((self.state, []))
+
+    def invoke(self, op: o.Op) -> o.Completion:
+        self.programs[-1][1].append((self.state, op))
+        return super().invoke(op)
+
+
+def _examples(area: str, spec, generation=gen.SWARM):
+    """Run the check's machine; per example its swarm, and the ops of its steps (its teardown left
+    out) with the state each was taken in."""
+    programs, examples = [], []
+    ids = (f"generation-{n}" for n in itertools.count())
+    with gen.using(generation):
+        machine = conformance_machine(Recording(programs), spec, lambda: next(ids), kinds=check(area).kinds,
+                                      drain_idle_ms=30)
+
+    class Noting(machine):
+        def teardown(self) -> None:
+            # The plain machine has no swarm; the target's current program is this example's.
+            examples.append((getattr(self, "swarm", gen.Swarm()), programs[-1][1][:len(self.run.history)]))
+            super().teardown()
+
+    run_state_machine_as_test(Noting, settings=CI)
+    return [s for s, _ in examples], [ops for _, ops in examples]
+
+
+def test_each_example_leaves_out_some_kinds_and_knobs_never_the_base_ones():
+    spec = check("negative_ack").specs["Key_Shared"]
+    swarms, programs = _examples("negative_ack", spec)
+    optional, knobs = gen.swarm_choices(check("negative_ack").kinds, spec)
+    left_out = Counter(k for s in swarms for k in s.kinds) + Counter(k for s in swarms for k in s.knobs)
+    for choice in optional + knobs:
+        assert 0 < left_out[choice] < len(swarms), f"{choice} left out in {left_out[choice]} of {len(swarms)}"
+    assert not any(s.kinds & {"send", "subscribe", "receive", "drain"} for s in swarms)
+    # What an example left out, it never did.
+    for swarm, ops in zip(swarms, programs):
+        done = {KIND_OF.get(type(op)) for _, op in ops}
+        assert not done & swarm.kinds, f"{swarm.describe()}, yet it did {done & swarm.kinds}"
+
+
+def test_the_plain_generation_has_no_swarm_and_no_boundary_tick():
+    swarms, programs = _examples("negative_ack", SHARED, gen.PLAIN)
+    assert all(s == gen.Swarm() for s in swarms)
+    ticks = {op.ms for ops in programs for _, op in ops if isinstance(op, o.Tick)}
+    assert ticks <= {SHARED.nack_window_ms[1] + 50, SHARED.ack_grouping_ms + 50, 20 + SHARED.nack_window_ms[1]}
+
+
+def test_ticks_land_beside_the_bounds_of_the_windows_open():
+    _, programs = _examples("negative_ack", SHARED)
+    beside = Counter()
+    for ops in programs:
+        for state, op in ops:
+            if not isinstance(op, o.Tick):
+                continue
+            bounds = {b for x in state.messages if x.redelivery_from is not None
+                      for b in (x.redelivery_from, x.redelivery_by)}
+            landing = state.now + op.ms
+            beside["before"] += landing + 1 in bounds
+            beside["on or after"] += bool({landing, landing - 1} & bounds)
+    assert beside["before"] and beside["on or after"], beside
+
+
+def _state(program):
+    verdict = start(SHARED)
+    for op, completion in program:
+        verdict = apply(verdict, op, completion)
+    return next(iter(verdict.states))
+
+
+HELD = [(o.Subscribe(consumer="c0"), o.ok()), (o.Send(), o.ok()), (o.Send(), o.ok()),
+        (o.Receive(consumer="c0"), o.ok(o.Delivery(message=m(0), redelivery_count=0))),
+        (o.Receive(consumer="c0"), o.ok(o.Delivery(message=m(1), redelivery_count=0)))]
+
+
+def test_a_seek_an_unload_and_a_nack_are_worth_more_with_acks_pending():
+    held = _state(HELD)
+    pending = _state(HELD + [(o.Acknowledge(consumer="c0", message=m(1)), o.ok())])
+    for kind in ("seek", "unload", "negative_acknowledge", "read_cursor"):
+        assert gen.weight(pending, kind) > gen.weight(held, kind), kind
+    assert gen.weight(pending, "send") == gen.weight(held, "send")
+    empty = _state(HELD[:1])
+    assert gen.weight(held, "close") > gen.weight(empty, "close")
+
+
+def test_a_kind_takes_as_many_tickets_as_its_weight():
+    drawn = Counter(gen.pick([("send", 2), ("seek", 6)], ticket) for ticket in range(gen.TICKETS))
+    assert drawn["seek"] == 3 * drawn["send"]
+
+
+def test_a_program_with_a_boundary_tick_replays_and_a_made_up_tick_does_not():
+    nack = [Step(rule="subscribe", op=o.Subscribe(consumer="c0")), Step(rule="send", op=o.Send()),
+            Step(rule="receive", op=o.Receive(consumer="c0")),
+            Step(rule="negative_acknowledge", op=o.NegativeAcknowledge(consumer="c0", message=m(0)))]
+    run_program(ModelTarget(), SHARED, "replay-0", tuple(nack) + (
+        Step(rule="tick", op=o.Tick(ms=SHARED.nack_window_ms[0] - 1)),))
+    try:
+        run_program(ModelTarget(), SHARED, "replay-1", tuple(nack) + (Step(rule="tick", op=o.Tick(ms=7)),))
+    except NotAProgram:
+        pass
+    else:
+        raise AssertionError("a tick no generation offers was taken as a step of a program")

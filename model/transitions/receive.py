@@ -58,6 +58,11 @@ def receive(state: State, op: o.Receive, completion: o.Completion) -> Result:
     # broker-older-queued-copy-keeps-its-count.batches-Shared-batch-index-ack).
     extra = delivered.extra_deliveries if state.spec.subscription_type.tracks_redelivery_count else 0
     lowest = min(message.count_lo, delivery.redelivery_count) if extra else delivery.redelivery_count
+    # A queued copy used up while a requested redelivery is still on its way: that copy comes with
+    # the count the request added (shown by history
+    # broker-queued-copy-before-a-requested-redelivery.batches-Shared).
+    requested_later = delivered.status is HELD and delivered.redelivery_from is not None and message.status is HELD \
+        and state.spec.subscription_type.tracks_redelivery_count
     if message.status is HELD and message.holder != op.consumer:
         # The copy the other consumer's application holds may still come back with its own count
         # (shown by history broker-closed-consumers-copy-keeps-its-count.batches-Shared-batch-index-ack).
@@ -66,7 +71,8 @@ def receive(state: State, op: o.Receive, completion: o.Completion) -> Result:
     # A copy still to come may also be one a request sent after the copy just received: the upper
     # bound stays where it was (shown by history
     # broker-newer-copy-after-an-older-one-keeps-its-count.redelivery_count_and_dead_letter-Shared).
-    highest = max(message.count_hi, delivery.redelivery_count + extra) if extra else delivery.redelivery_count
+    highest = max(message.count_hi, delivery.redelivery_count + extra) if extra or requested_later \
+        else delivery.redelivery_count
     if message.status is HELD and message.holder != op.consumer:
         highest = max(highest, message.count_hi)  # the other application's copy may come back with its count
     delivered = delivered.with_(count_lo=lowest, count_hi=highest,

@@ -56,6 +56,7 @@ GENERATIONS = {"plain": gen.PLAIN, "swarm": gen.SWARM}
 OUT_OF_REACH = {
     "check_no_phantom": "called only for a delivery of a message never published",
     "check_exclusive": "called only when a second Exclusive subscribe succeeds; the model target refuses it",
+    "transitions/consumers._take_over": "the same: a newcomer taking the Exclusive subscription after an unload",
     "transitions/__init__._crash": "no check's kinds include crash (suites/broker/test_persistence.py has it)",
 }
 SEP = "|"

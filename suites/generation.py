@@ -94,8 +94,11 @@ class Swarm:
 
 
 def swarm_choices(kinds: tuple[str, ...], spec: Spec) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """The kinds and knobs an example of this check may leave out."""
-    return tuple(k for k in kinds if k not in ALWAYS), tuple(k for k, applies in KNOBS.items() if applies(spec))
+    """The kinds and knobs an example of this check may leave out (not the other consumers when
+    the check drains all but one: that needs two)."""
+    knobs = tuple(k for k, applies in KNOBS.items() if applies(spec)
+                  and not (k == "more_consumers" and DRAIN_OTHERS in kinds))
+    return tuple(k for k in kinds if k not in ALWAYS), knobs
 
 
 def swarm_of(left_out: list[bool], kinds: tuple[str, ...], knobs: tuple[str, ...]) -> Swarm:
@@ -122,7 +125,10 @@ def options(state: State, kind: str, generation: Generation, swarm: Swarm) -> tu
 
 def weight(state: State, kind: str) -> int:
     """How much a kind is worth in `state`: more when there is something for it to act on."""
-    if kind in ("send", "subscribe", "receive", DRAIN, DRAIN_OTHERS, "acknowledge"):
+    if kind == DRAIN_OTHERS:
+        # Worth more while there is something for the idle consumer's receiver queue to hold back.
+        return BASE_WEIGHT + 4 * any(m.status is AVAILABLE for m in state.messages)
+    if kind in ("send", "subscribe", "receive", DRAIN, "acknowledge"):
         return BASE_WEIGHT
     held = _held(state)
     pending = any(c.pending_acks for c in state.consumers)

@@ -114,6 +114,8 @@ def test_a_seek_an_unload_and_a_nack_are_worth_more_with_acks_pending():
     assert gen.weight(pending, "send") == gen.weight(held, "send")
     empty = _state(HELD[:1])
     assert gen.weight(held, "close") > gen.weight(empty, "close")
+    queued = _state(HELD[:3])  # two messages sent, none received yet
+    assert gen.weight(queued, "drain_others") > gen.weight(held, "drain_others")
 
 
 def test_a_kind_takes_as_many_tickets_as_its_weight():

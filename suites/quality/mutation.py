@@ -99,6 +99,7 @@ def _error(error: BaseException) -> str:
 
 
 def _worker(mutant: Mutant, root: Path, send, cpu_limit_s: float) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     # The bound is CPU time (a hang spins), so that a machine shared with other work does not turn
     # slow mutants into timeouts; the parent's wall-clock bound is a backstop.
     resource.setrlimit(resource.RLIMIT_CPU, (int(cpu_limit_s), int(cpu_limit_s) + 5))
@@ -255,6 +256,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--programs", type=int, default=EQUIVALENCE_PROGRAMS, help="random programs per survivor")
     parser.add_argument("--out", type=Path, default=Path("reports/out/mutation"))
     args = parser.parse_args(argv)
+    # Stopped early (Ctrl-C, or SIGTERM: a background run ignores SIGINT), the report covers the
+    # mutants done so far.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     # The model as it stands now, copied once: mutants and their packages come from the same text
     # even if model/ is edited during the run.
     root = Path(tempfile.mkdtemp(prefix="ack-mutants-"))
@@ -263,11 +268,12 @@ def main(argv: list[str] | None = None) -> int:
     # In a random order (seeded), so that a run cut short is still a random sample.
     chosen = random.Random(args.seed).sample(every, min(args.sample or len(every), len(every)))
     _PROGRAMS[:] = equivalence.reference_programs(args.programs)
+    meta = _meta(args, argv)  # the commit the run starts on
     started = time.monotonic()
     args.out.mkdir(parents=True, exist_ok=True)
     with (args.out / "results.jsonl").open("w") as log:
         results = run_all(chosen, root, args.jobs, args.timeout, log)
-    report = summarize(results, total=len(every), meta=_meta(args, argv) | {
+    report = summarize(results, total=len(every), meta=meta | {
         "wall_seconds": round(time.monotonic() - started), "sample": len(chosen)})
     (args.out / "mutation.json").write_text(json.dumps(report, indent=1, default=str))
     (args.out / "mutation.md").write_text(markdown(report))

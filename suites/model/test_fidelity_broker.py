@@ -1,7 +1,7 @@
 """The model's rules, checked on the real broker: each test runs a short program on Pulsar in
 lock-step with the model (which must accept every observation) and states the rule observed.
 
-These answer the open questions of the research notes with tests, not guesses. Timings are kept
+Where Pulsar's documents and sources leave a rule open, these tests settle it. Timings are kept
 short: nack delays of 200 ms (the client's minimum is 100 ms).
 """
 
@@ -43,7 +43,7 @@ def test_shared_nack_comes_back_after_the_delay_with_redelivery_count_one(pulsar
 @pytest.mark.guarantee("redelivery-count")
 def test_closing_a_shared_consumer_moves_its_held_messages_to_the_others_uncounted(pulsar_target, names):
     """Observed on 4.0.7: the redelivery count does not grow when a consumer's close hands its
-    messages to another consumer (the research notes expected +1, after apache/pulsar#5895)."""
+    messages to another consumer (a reading of apache/pulsar#5895 suggests +1; the broker says 0)."""
     run = _program(pulsar_target, names, SHARED.with_(receiver_queue_size=1))
     _publish(run, 2)
     run.do(o.Subscribe(consumer="a"))

@@ -173,7 +173,7 @@ def test_acks_reach_the_broker_as_a_prefix_of_each_consumers_calls():
 
 
 def test_an_exclusive_rewind_redelivers_what_was_received_while_it_was_on_its_way():
-    """Found on the broker: nack m0 (the client will rewind after the delay), receive m1 in the
+    """The broker (4.0.7) does this: nack m0 (the client will rewind after the delay), receive m1 in the
     meantime; the rewind delivers m0 and m1 again."""
     program = [*send(1), (o.Subscribe(consumer="c0"), o.ok()), got("c0", m(0), at=9),
                (o.NegativeAcknowledge(consumer="c0", message=m(0)), o.ok(at=51)), (o.Send(), o.ok(at=53)),
@@ -183,7 +183,7 @@ def test_an_exclusive_rewind_redelivers_what_was_received_while_it_was_on_its_wa
 
 
 def test_each_exclusive_rewind_on_its_way_may_deliver_the_backlog_once_more():
-    """Found on the broker: two nacks on Exclusive before the first rewind landed; the backlog,
+    """The broker (4.0.7) does this: two nacks on Exclusive before the first rewind landed; the backlog,
     including a message sent after both, came three times (once, then once per rewind)."""
     program = [(o.Subscribe(consumer="c0"), o.ok()), *send(1), got("c0", m(0), at=5),
                (o.NegativeAcknowledge(consumer="c0", message=m(0)), o.ok(at=10)),
@@ -195,7 +195,7 @@ def test_each_exclusive_rewind_on_its_way_may_deliver_the_backlog_once_more():
 
 
 def test_a_seek_target_is_skipped_by_the_seeking_consumer_and_owed_to_the_next():
-    """Found on the broker (Python client): after seek(m1), the seeking consumer gets m2 only;
+    """The broker (4.0.7, Python client): after seek(m1), the seeking consumer gets m2 only;
     m1 stays unacknowledged on the broker and a consumer that subscribes after it closes gets it."""
     program = [(o.Subscribe(consumer="c0"), o.ok()), *send(3), got("c0", m(0)), got("c0", m(1)), got("c0", m(2)),
                (o.Seek(consumer="c0", message=m(1)), o.ok()), got("c0", m(2), at=10)]
@@ -222,7 +222,7 @@ def test_a_subscription_created_at_latest_never_sees_what_was_published_before_i
 
 
 def test_a_cursor_read_does_not_undo_a_batch_index_ack_it_cannot_show():
-    """Found on the broker: internalStats shows no batch indexes, so a batch-index ack that
+    """The broker (4.0.7) does this: internalStats shows no batch indexes, so a batch-index ack that
     reached the broker (the close flushed it) is still in force after a cursor read without it."""
     spec = EXCLUSIVE.with_(client_batch_index_ack=True)
     program = [(o.Send(keys=(None, None), batched=True), o.ok()), (o.Subscribe(consumer="c0"), o.ok()),
@@ -234,7 +234,7 @@ def test_a_cursor_read_does_not_undo_a_batch_index_ack_it_cannot_show():
 
 
 def test_a_nacked_batch_index_brings_the_whole_entry_back_while_its_queued_indexes_stay_queued():
-    """Found on the broker (Shared, no batch-index acks): c0 received m0.0 of a batch and nacked it;
+    """The broker (4.0.7, Shared, no batch-index acks): c0 received m0.0 of a batch and nacked it;
     c0's receiver queue still gave m0.1 (count 0), and the redelivered entry gave m0.0 and m0.1
     to c1 (count 1)."""
     program = [(o.Subscribe(consumer="c0"), o.ok()), (o.Subscribe(consumer="c1"), o.ok()),
@@ -247,7 +247,7 @@ def test_a_nacked_batch_index_brings_the_whole_entry_back_while_its_queued_index
 
 
 def test_an_older_queued_copy_may_come_after_a_newer_one_with_a_lower_count():
-    """Found on the broker (Shared): m0.0 redelivered more than once reached c1 with count 2 while
+    """The broker (4.0.7, Shared): m0.0 redelivered more than once reached c1 with count 2 while
     an older copy still sat in c0's receiver queue; c0 then got it with count 1."""
     spec = SHARED.with_(nack_delay_ms=100)
     program = [(o.Send(keys=(None, None, None), batched=True), o.ok(at=14)), (o.Subscribe(consumer="c0"), o.ok(at=698)),
@@ -265,7 +265,7 @@ def test_an_older_queued_copy_may_come_after_a_newer_one_with_a_lower_count():
 
 
 def test_a_queued_copy_keeps_its_count_after_another_consumer_nacks_its_sibling():
-    """Found on the broker (Shared, batch-index acks, nightly profile): c0 nacked m0.0 while m0.2
+    """The broker (4.0.7, Shared, batch-index acks, nightly profile): c0 nacked m0.0 while m0.2
     sat in its receiver queue with count 0; c1 got the redelivered entry (m0.2 with count 1), nacked
     and acked m0.2; then c0's queued copy of m0.2 came, still with count 0."""
     spec = SHARED.with_(nack_delay_ms=100, client_batch_index_ack=True)
@@ -280,7 +280,7 @@ def test_a_queued_copy_keeps_its_count_after_another_consumer_nacks_its_sibling(
 
 
 def test_a_failover_consumer_joining_or_leaving_may_move_the_unacked_to_another_active_consumer():
-    """Found on the broker: the broker picks the Failover active consumer by hashing the names of
+    """The broker (4.0.7) does this: the broker picks the Failover active consumer by hashing the names of
     the connected consumers, so a join or a leave may move everything unacknowledged to another
     consumer after the failover delay (c2 got m0, which c0 held, once c1 closed)."""
     failover = Spec(subscription_type=SubscriptionType.FAILOVER)
@@ -294,7 +294,7 @@ def test_a_failover_consumer_joining_or_leaving_may_move_the_unacked_to_another_
 
 
 def test_a_message_acked_after_its_redelivery_was_requested_may_still_come_once():
-    """Found on the broker (Key_Shared, no batch-index acks): nack m0.1 (the whole entry will be
+    """The broker (4.0.7, Key_Shared, no batch-index acks): nack m0.1 (the whole entry will be
     redelivered), then ack m0.0: m0.0 came again, counted."""
     spec = SHARED.with_(nack_delay_ms=100)
     program = [(o.Subscribe(consumer="c0"), o.ok()), (o.Send(keys=(None, None), batched=True), o.ok()),
@@ -305,7 +305,7 @@ def test_a_message_acked_after_its_redelivery_was_requested_may_still_come_once(
 
 
 def test_the_dead_letter_check_uses_the_count_of_the_copy_the_application_holds():
-    """Found on the broker (Key_Shared, max_redeliver_count=2): c1 held m1 with count 1 while a
+    """The broker (4.0.7, Key_Shared, max_redeliver_count=2): c1 held m1 with count 1 while a
     copy with a higher count might still have been queued; redeliver brought m1 back with count
     2 instead of sending it to the dead-letter topic. A held count of 2 does send it there."""
     spec = SHARED.with_(max_redeliver_count=2)
@@ -318,7 +318,7 @@ def test_the_dead_letter_check_uses_the_count_of_the_copy_the_application_holds(
 
 
 def test_with_batch_index_acks_a_nacked_index_still_brings_back_its_unacked_siblings():
-    """Found on the broker (Shared, batch-index acks on both sides): c1 nacked m1.2 only; the
+    """The broker (4.0.7, Shared, batch-index acks on both sides): c1 nacked m1.2 only; the
     redelivered entry gave m1.0 to c2 with count 1 (only acked indexes are left out)."""
     spec = SHARED.with_(nack_delay_ms=100, client_batch_index_ack=True)
     program = [(o.Subscribe(consumer="c1"), o.ok()), (o.Send(keys=(None, None, None), batched=True), o.ok()),
@@ -332,7 +332,7 @@ def test_with_batch_index_acks_a_nacked_index_still_brings_back_its_unacked_sibl
 
 
 def test_a_partly_acked_batch_that_sat_in_a_closed_consumers_queue_comes_back_whole():
-    """Found on the broker (Shared, no batch-index acks): c0 received m0.0 of a batch (the rest
+    """The broker (4.0.7, Shared, no batch-index acks): c0 received m0.0 of a batch (the rest
     stayed in its queue), c1 closed, c0 acked m0.0 and closed: c2 got m0.0 again."""
     program = [(o.Subscribe(consumer="c0"), o.ok()), (o.Subscribe(consumer="c1"), o.ok()),
                (o.Send(keys=(None, None, None), batched=True), o.ok()), (o.Subscribe(consumer="c2"), o.ok()),
@@ -343,7 +343,7 @@ def test_a_partly_acked_batch_that_sat_in_a_closed_consumers_queue_comes_back_wh
 
 
 def test_a_partial_batch_ack_is_lost_with_the_copy_it_was_made_on():
-    """Found on the broker (Exclusive, no batch-index acks): ack m0.0, close, subscribe again, the
+    """The broker (4.0.7, Exclusive, no batch-index acks): ack m0.0, close, subscribe again, the
     batch comes back; ack m0.1 and m0.2, close: the batch comes a third time, m0.0 included. The
     client deletes an entry only when every index of one copy is acked."""
     program = [(o.Send(keys=(None, None, None), batched=True), o.ok()), (o.Subscribe(consumer="c0"), o.ok()),
@@ -358,7 +358,7 @@ def test_a_partial_batch_ack_is_lost_with_the_copy_it_was_made_on():
 
 
 def test_a_queued_copy_whose_count_reached_the_limit_may_go_to_the_dead_letter_topic_unseen():
-    """Found on the broker (Key_Shared, max_redeliver_count=2): m0 sat in c0's receiver queue
+    """The broker (4.0.7, Key_Shared, max_redeliver_count=2): m0 sat in c0's receiver queue
     while c0 and c1 asked for redeliveries; its count grew to the limit and it never came: the
     client dead-lettered the queued copy."""
     spec = SHARED.with_(max_redeliver_count=2)
@@ -370,7 +370,7 @@ def test_a_queued_copy_whose_count_reached_the_limit_may_go_to_the_dead_letter_t
 
 
 def test_a_batch_dead_lettered_whole_is_not_owed_again():
-    """Found on the broker (Shared, max_redeliver_count=1, no batch-index acks): c1 held a whole
+    """The broker (4.0.7, Shared, max_redeliver_count=1, no batch-index acks): c1 held a whole
     batch with count 1 and asked for a redelivery: the client dead-lettered (and acked) every index,
     so the entry is gone; only a partly acked batch comes back."""
     spec = SHARED.with_(max_redeliver_count=1)
@@ -381,7 +381,7 @@ def test_a_batch_dead_lettered_whole_is_not_owed_again():
 
 
 def test_a_copy_received_after_its_client_may_have_dead_lettered_it_may_or_may_not_come_back():
-    """Found on the broker (Shared, max_redeliver_count=1), both ways: c1's receiver queue held m0
+    """The broker (4.0.7, Shared, max_redeliver_count=1), both ways: c1's receiver queue held m0
     with count 1 when c1 asked for a redelivery; c1 then received that copy and closed. Once m0
     came again to c0 with count 1; once never (the client had dead-lettered the queued copy and
     still handed it out). An application's ack settles it."""
@@ -432,7 +432,7 @@ def test_the_receiver_queue_bound_is_checked_on_shared_only():
 
 
 def test_a_batch_index_ack_makes_the_tracker_forget_the_entry_count():
-    """Found on the broker (Shared, batch-index acks on): the redelivery tracker counts per entry
+    """The broker (4.0.7, Shared, batch-index acks on): the redelivery tracker counts per entry
     and forgets it when an index is acked, so a sibling's next redelivery may count from nothing:
     m0.0 nacked twice, m0.2 acked with the second nack, m0.0 came back with count 1."""
     spec = SHARED.with_(client_batch_index_ack=True, nack_delay_ms=100)
@@ -450,7 +450,7 @@ def test_a_batch_index_ack_makes_the_tracker_forget_the_entry_count():
 
 
 def test_two_redelivery_requests_before_the_first_lands_allow_the_first_count():
-    """Found on the broker (Key_Shared): two redeliver calls in the same millisecond; m2 came back
+    """The broker (4.0.7, Key_Shared): two redeliver calls in the same millisecond; m2 came back
     with count 1, not 2."""
     redeliver = (o.RedeliverUnacknowledgedMessages(consumer="c0"), o.ok(at=5))
     program = [(o.Subscribe(consumer="c0"), o.ok()), *send(1), got("c0", m(0)), redeliver, redeliver]
@@ -480,7 +480,7 @@ def test_the_model_as_a_broker_never_gives_an_answer_the_model_rejects(spec):
 
 
 def test_a_second_failover_switch_within_the_delay_may_stall_what_was_unacknowledged():
-    """Found on the broker (KNOWN_DIVERGENCES.md 11): c2 active holds m0; c0 closes, subscribes
+    """The broker (4.0.7, KD-11): c2 active holds m0; c0 closes, subscribes
     again, c2 closes, all within one failover delay; c0 gets m1, sent after, but not m0 for seconds.
     m0 is not owed until the subscription is rewound again (here: the last consumer closes)."""
     failover = Spec(subscription_type=SubscriptionType.FAILOVER)
@@ -513,7 +513,7 @@ def test_on_a_single_active_consumer_one_ack_timeout_brings_back_every_unacked_m
 
 
 def test_an_ack_lost_in_two_unloads_is_owed_once_and_may_come_twice():
-    """Found on the broker (Exclusive, nightly profile): c0's ack had not reached the broker when
+    """The broker (4.0.7, Exclusive, nightly profile): c0's ack had not reached the broker when
     the topic was unloaded and c1 took the subscription over; after a second unload a cursor read
     shows the ack lost. The message is owed again, and may come more than once: each reopen and the
     take-over allowed one more copy (c1's receiver queue, the reconnect), of which the lost ack
@@ -529,7 +529,7 @@ def test_an_ack_lost_in_two_unloads_is_owed_once_and_may_come_twice():
 
 
 def test_a_nack_dropped_by_a_close_adds_nothing_to_the_count():
-    """Found on the broker (Shared, nightly profile): a nack followed by an ack and a close within
+    """The broker (4.0.7, Shared, nightly profile): a nack followed by an ack and a close within
     the nack delay never leaves the client; the batch entry, not deleted (m0.1 is unacked), comes
     back whole with its count unchanged: the close came before the delay, so the count cannot have
     grown."""
@@ -544,7 +544,7 @@ def test_a_nack_dropped_by_a_close_adds_nothing_to_the_count():
 
 
 def test_a_nack_leaves_out_the_batch_indexes_the_broker_has_as_acked():
-    """Found on the broker (Shared, batch-index acks on both sides): m0.0 acked and flushed by a's
+    """The broker (4.0.7, Shared, batch-index acks on both sides): m0.0 acked and flushed by a's
     close, b nacked m0.1: the entry came back counted with m0.1 and m0.2, never m0.0."""
     spec = SHARED.with_(nack_delay_ms=200, client_batch_index_ack=True)
     program = [(o.Send(keys=(None, None, None), batched=True), o.ok()), (o.Subscribe(consumer="a"), o.ok()),

@@ -108,19 +108,7 @@ def boundary_ticks(state: State) -> tuple[o.Op, ...]:
     if state.paused_until > now:
         bounds.add(state.paused_until)
     landings = sorted({b + d for b in bounds for d in (-1, 0, 1)})
-    return tuple(_op(o.Tick, ms=t - now) for t in landings if t > now and lands_outside_a_rewind_loop(state, t))
-
-
-def lands_outside_a_rewind_loop(state: State, at: int) -> bool:
-    """Whether a tick may land at `at`: not inside a held message's ack-timeout window on
-    Exclusive/Failover. There the model lets every message received while another's window is open
-    come back at once (the client's timeout rewinds everything unacknowledged), again and again
-    with no time passing, and the model target, which gives due redeliveries first, would redeliver
-    without end."""
-    if state.spec.ack_timeout_ms is None or not state.spec.subscription_type.single_active_consumer:
-        return True
-    return not any(m.status is HELD and m.redelivery_from is not None and m.redelivery_from <= at < m.redelivery_by
-                   for m in state.messages)
+    return tuple(_op(o.Tick, ms=t - now) for t in landings if t > now)
 
 
 def _lifecycle(make: Callable[[], o.Op]) -> Callable[[State], tuple[o.Op, ...]]:

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from model import ops as o
 from model.spec import Spec, SubscriptionType
 from model.state import ACKED, AVAILABLE, HELD, State
-from model.vocabulary import KEYS, boundary_ticks, candidates, lands_outside_a_rewind_loop
+from model.vocabulary import KEYS, boundary_ticks, candidates
 from suites.programs import DRAIN, DRAIN_OTHERS
 
 ALWAYS = ("send", "subscribe", "receive", DRAIN)  # never left out by the swarm
@@ -117,7 +117,7 @@ def options(state: State, kind: str, generation: Generation, swarm: Swarm) -> tu
         return ()
     offered = candidates(state, kind)
     if kind == "tick" and offered and generation.boundaries:
-        return boundary_ticks(state) + tuple(t for t in offered if lands_outside_a_rewind_loop(state, state.now + t.ms))
+        return boundary_ticks(state) + offered
     if kind in ("send", "subscribe") and swarm.knobs:
         return tuple(op for op in offered if swarm.allows(op))
     return offered

@@ -41,10 +41,10 @@ def receive(state: State, op: o.Receive, completion: o.Completion) -> Result:
         # broker-maybe-dead-lettered-copy-back-after-close.redelivery_count_and_dead_letter-Shared-dlq1
         # and broker-maybe-dead-lettered-copy-never-back.redelivery_count_and_dead_letter-Shared-dlq1).
         message = message.with_(status=HELD, holder=op.consumer)
+    window_open = message.redelivery_from is not None and state.now >= message.redelivery_from
     if message.status is ACKED:
         delivered = message.with_(delivered=True, extra_deliveries=max(message.extra_deliveries - 1, 0))
     else:
-        window_open = message.redelivery_from is not None and state.now >= message.redelivery_from
         # A delivery uses up the open redelivery window first, else one extra delivery; an extra one
         # leaves a requested redelivery on its way (shown by history
         # broker-pending-rewind-survives-a-spare-delivery.zero_queue-Exclusive).
@@ -87,11 +87,16 @@ def receive(state: State, op: o.Receive, completion: o.Completion) -> Result:
         earliest = state.now + window[0]
         if state.spec.subscription_type.single_active_consumer:
             # Exclusive/Failover: the client turns a timeout into a redelivery of everything
-            # unacknowledged, so it may come back once an earlier held message's window opens
+            # unacknowledged, so it may come back once another held message's window opens
             # (shown by history broker-exclusive-ack-timeout-rewinds-all.ack_timeout-Exclusive and
             # test_fidelity_broker::test_an_ack_timeout_on_exclusive_or_failover_brings_back_every_unacked_message).
+            # A copy that came back in its window came with a rewind, which brought back every
+            # held message and cleared the client's UnAckedMessageTracker: only windows still to
+            # open can bring it back before its own timeout (shown by
+            # test_fidelity_broker::test_a_message_back_from_an_ack_timeout_rewind_waits_its_own_timeout).
             earlier = [m.redelivery_from for m in state.messages
-                       if m.holder == op.consumer and m.status is HELD and m.redelivery_from is not None]
+                       if m.holder == op.consumer and m.status is HELD and m.redelivery_from is not None
+                       and m.id != message.id and (m.redelivery_from > state.now or not window_open)]
             earliest = max(state.now, min(earlier, default=earliest))
         pending = (delivered.redelivery_from, delivered.redelivery_by)
         delivered = requested(state, delivered, earliest, state.now + window[1])

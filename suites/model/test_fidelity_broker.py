@@ -365,6 +365,30 @@ def test_an_ack_timeout_on_exclusive_or_failover_brings_back_every_unacked_messa
     assert time.monotonic() - received < 13.0
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", [SubscriptionType.EXCLUSIVE, SubscriptionType.FAILOVER])
+@pytest.mark.guarantee("no-duplicate-without-cause")
+def test_a_message_back_from_an_ack_timeout_rewind_waits_its_own_timeout(pulsar_target, names, kind):
+    """Observed on 4.0.7: m0's ack timeout brought back m0 and m1 together (Exclusive or Failover:
+    a rewind of everything unacknowledged, which clears the client's UnAckedMessageTracker); once
+    received again, neither came back before its own timeout, 10 s later, though each was
+    received while the other's window was open."""
+    run = _program(pulsar_target, names, Spec(subscription_type=kind, ack_timeout_ms=10_000, failover_delay_ms=200))
+    run.do(o.Subscribe(consumer="a"))
+    _publish(run, 1)
+    assert run.receive("a", timeout_ms=2000).message == m(0)
+    run.do(o.Tick(ms=5000))
+    _publish(run, 1)
+    assert run.receive("a", timeout_ms=2000).message == m(1)
+    back = [run.receive("a", timeout_ms=8000), run.receive("a", timeout_ms=2000)]
+    assert [d.message for d in back if d is not None] == [m(0), m(1)], back
+    again = time.monotonic()
+    assert run.receive("a", timeout_ms=8000) is None
+    later = [run.receive("a", timeout_ms=5000), run.receive("a", timeout_ms=2000)]
+    assert [d.message for d in later if d is not None] == [m(0), m(1)], later
+    assert time.monotonic() - again >= 9.5
+
+
 @pytest.mark.guarantee("no-redelivery-after-ack", "redelivery-count")
 def test_a_nack_leaves_out_the_batch_indexes_acked_at_the_broker(pulsar_target, names):
     """Observed on 4.0.7 (Shared, batch-index acks on both sides): m0.0 acked and flushed by a's

@@ -512,6 +512,22 @@ def test_on_a_single_active_consumer_one_ack_timeout_brings_back_every_unacked_m
     assert shared is not None and shared.guarantee is Guarantee.NO_DUPLICATE_WITHOUT_CAUSE
 
 
+
+@pytest.mark.parametrize("kind", [SubscriptionType.EXCLUSIVE, SubscriptionType.FAILOVER])
+def test_a_message_back_from_an_ack_timeout_rewind_waits_its_own_timeout(kind):
+    """Exclusive/Failover: m0 and m1 came back together with m0's timeout (one rewind, which
+    clears the client's UnAckedMessageTracker); once received again, each waits its own timeout,
+    although the other's window was open when it came. Without this, two such messages would keep
+    each other's windows open and the ideal broker would redeliver them without end."""
+    spec = Spec(subscription_type=kind, ack_timeout_ms=10_000, failover_delay_ms=0)
+    program = [(o.Subscribe(consumer="c0"), o.ok()), (o.Send(), o.ok(at=5)), got("c0", m(0), at=10),
+               (o.Send(), o.ok(at=8000)), got("c0", m(1), at=8001),
+               got("c0", m(0), at=10_500), got("c0", m(1), at=10_501)]
+    assert run(spec, program + [got("c0", m(0), at=20_600), got("c0", m(1), at=20_601)]).ok
+    for again in (m(0), m(1)):
+        early = run(spec, program + [got("c0", again, at=10_502)]).violation
+        assert early is not None and early.guarantee is Guarantee.NO_DUPLICATE_WITHOUT_CAUSE, again
+
 def test_an_ack_lost_in_two_unloads_is_owed_once_and_may_come_twice():
     """The broker (4.0.7, Exclusive, nightly profile): c0's ack had not reached the broker when
     the topic was unloaded and c1 took the subscription over; after a second unload a cursor read

@@ -155,3 +155,33 @@ def test_a_dead_letter_programs_client_is_closed_before_its_topic_is_deleted(mon
     assert log == ["close client-0", "delete p1", "delete p2"]
     target.close()
     assert log[3:] == ["close client-1", "delete p3", "delete p1-conformance-DLQ"]
+
+
+def test_a_drain_that_never_ends_stops_with_the_history(monkeypatch):
+    """A drain that the model lets go on (here: a model that checks no receive) against a target
+    that hands out the same message forever stops after its cap, as a harness error that shows
+    the history, instead of hanging the run."""
+    import signal
+
+    from fixtures.targets import lockstep
+
+    checked = lockstep.apply
+    monkeypatch.setattr(lockstep, "apply", lambda verdict, op, completion: verdict if isinstance(op, o.Receive)
+                        else checked(verdict, op, completion))
+
+    class Forever(ModelTarget):
+        def answer(self, op):
+            if isinstance(op, o.Receive):
+                return o.ok(o.Delivery(message=o.MessageId(0), redelivery_count=0), at=self.state.now)
+            return super().answer(op)
+
+    signal.signal(signal.SIGALRM, lambda *_: pytest.fail("the drain did not end"))
+    signal.alarm(20)
+    try:
+        run = lockstep.Lockstep(Forever(), Spec(), "endless")
+        run.do(o.Send())
+        run.do(o.Subscribe(consumer="c0"))
+        with pytest.raises(lockstep.EndlessDrain, match="a drain took 121 copies of a program of 1 messages"):
+            run.drain()
+    finally:
+        signal.alarm(0)

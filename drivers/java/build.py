@@ -1,0 +1,93 @@
+"""The Java client's driver (drivers/java: a Maven project on org.apache.pulsar:pulsar-client), built
+once per Pulsar version into the project's ignored folder, and the command that starts it.
+
+`build(version)` runs Maven with the machine's Java 17+ on `pom.xml`, with the client's version as
+the `pulsar.version` property: the classes and the client's class path (from Maven Central) land
+in `.pulsar/drivers/java/<version>/`. A build is redone only when the pom or a source changed
+(their hash is kept in the folder's stamp); it goes to a scratch folder first and is renamed into
+place only when complete. What is missing (mvn, javac, Maven Central) is a clear `BuildError`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from fixtures.broker.config import default_version, parse_version, state_root
+from fixtures.broker.provision import find_java
+
+PROJECT = Path(__file__).resolve().parent
+MAIN_CLASS = "org.apache.pulsar.conformance.Main"
+JVM_OPTIONS = ("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
+_STAMP = "BUILT"
+_MAVEN_TAIL_LINES = 25
+
+
+class BuildError(RuntimeError):
+    """The Java driver could not be built; the message says what is missing."""
+
+
+def build_dir(version: str) -> Path:
+    return state_root() / "drivers" / "java" / version
+
+
+def sources_hash() -> str:
+    """What the build depends on in the repository: the pom and every source, by content."""
+    digest = hashlib.sha256()
+    for path in sorted([PROJECT / "pom.xml", *(PROJECT / "src").rglob("*.java")]):
+        digest.update(path.relative_to(PROJECT).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def up_to_date(version: str) -> bool:
+    stamp = build_dir(version) / _STAMP
+    return stamp.exists() and stamp.read_text().splitlines()[0] == sources_hash()
+
+
+def build(version: str | None = None, *, force: bool = False) -> Path:
+    """Build the driver against pulsar-client `version` (default: the broker's, $PULSAR_VERSION or
+    the pinned one) unless it is up to date; return its folder."""
+    version = version or default_version()
+    parse_version(version)
+    target = build_dir(version)
+    if not force and up_to_date(version):
+        return target
+    missing = [tool for tool in ("mvn", "javac") if shutil.which(tool) is None]
+    if missing:
+        raise BuildError(f"the Java driver needs {' and '.join(missing)} on PATH to be built (Maven and a Java 17 "
+                         "JDK; on Debian: apt-get install maven openjdk-17-jdk-headless)")
+    find_java()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=f".{version}.partial-", dir=target.parent))
+    try:
+        started = time.monotonic()
+        done = subprocess.run([shutil.which("mvn"), "-B", "-ntp", "-f", str(PROJECT / "pom.xml"),
+                               f"-Dpulsar.version={version}", f"-Ddriver.build={scratch}", "compile"],
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-_MAVEN_TAIL_LINES:])
+            raise BuildError(f"Maven could not build the Java driver for pulsar-client {version} (exit "
+                             f"{done.returncode}; is Maven Central reachable?); its last lines:\n{tail}")
+        jars = sorted(p.name for p in (scratch / "lib").glob("*.jar"))
+        if f"pulsar-client-{version}.jar" not in jars or not (scratch / "classes").is_dir():
+            raise BuildError(f"Maven finished but pulsar-client-{version}.jar or the driver's classes are missing "
+                             f"from {scratch}")
+        (scratch / _STAMP).write_text(f"{sources_hash()}\npulsar-client {version}: built in "
+                                      f"{time.monotonic() - started:.1f} s, {len(jars)} jars\n")
+        if target.exists():
+            shutil.rmtree(target)
+        scratch.rename(target)
+    finally:
+        if scratch.exists():
+            shutil.rmtree(scratch, ignore_errors=True)
+    return target
+
+
+def command(version: str | None = None) -> tuple[str, ...]:
+    """The command that starts the Java driver (built first when it is not up to date)."""
+    folder = build(version)
+    return (str(find_java()), *JVM_OPTIONS, "-cp", f"{folder / 'classes'}:{folder / 'lib' / '*'}", MAIN_CLASS)

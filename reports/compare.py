@@ -17,22 +17,34 @@ import sys
 from html import escape
 from pathlib import Path
 
-from reports.html import MARK, STYLE, matrix_head
+from reports.html import MARK, STYLE, css, matrix_head
 from reports.markdown import compare_markdown, run_line
-from reports.results import FAILED, InputError, Result, Summary, load_summary, order_spec_ids
+from reports.results import InputError, Result, Summary, load_summary, order_spec_ids
 from reports.verdicts import Cell, Comparison
+from reports.vocabulary import FAILED, NOT_APPLICABLE, PASSED, UNKNOWN
+
+RANK = (PASSED, NOT_APPLICABLE, UNKNOWN, FAILED)  # the worse side colours a cell
 
 
 def compare(a: Summary, b: Summary, labels: tuple[str, str] | None = None) -> Comparison:
     if labels is None:
-        labels = (a.label(), b.label())
-        if labels[0] == labels[1]:
-            labels = (f"{labels[0]} (A)", f"{labels[1]} (B)")
+        labels = run_labels(a, b)
     areas = list(dict.fromkeys(a.areas() + b.areas()))
     spec_ids = order_spec_ids(a.spec_ids() + b.spec_ids())
     cells = tuple(Cell(area=area, spec_id=s, a=a.result(area, s), b=b.result(area, s))
                   for area in areas for s in spec_ids if a.result(area, s) or b.result(area, s))
     return Comparison(a=a, b=b, labels=labels, cells=cells)
+
+
+def run_labels(a: Summary, b: Summary) -> tuple[str, str]:
+    """Name each run by what sets it apart: the Pulsar version, the client and its version, the
+    target, in that order, each only when the two runs differ in it (two clients on one broker
+    compare as two broker versions do); `(A)` and `(B)` when they differ in none."""
+    facts = [(run.label_parts()) for run in (a, b)]
+    differing = [i for i in range(len(facts[0])) if facts[0][i] != facts[1][i]]
+    if not differing:
+        return f"{a.label()} (A)", f"{b.label()} (B)"
+    return tuple(" · ".join(str(f[i] or "?") for i in differing) for f in facts)
 
 
 def render_html(comparison: Comparison, *, reports: tuple[str | None, str | None] = (None, None)) -> str:
@@ -73,13 +85,12 @@ def _text(result: Result | None) -> str:
 def _td(cell: Cell | None, la: str, lb: str) -> str:
     if cell is None:
         return "<td></td>"
-    worst = max((r for r in (cell.a, cell.b) if r), key=lambda r: ("passed", "skipped", "unknown", "failed").index(
-        r.outcome))
+    worst = max((r for r in (cell.a, cell.b) if r), key=lambda r: RANK.index(r.outcome))
     sides = "".join(f"<span class=\"side\">{escape(label)}: {MARK[r.outcome] + ' ' if r else ''}"
                     f"{escape(', '.join(sorted(r.guarantees)) if r and r.outcome == FAILED else _text(r))}</span>"
                     for label, r in ((la, cell.a), (lb, cell.b)))
     marker = " differs" if cell.differs else ""
-    return f"<td class=\"{worst.outcome}{marker}\">{sides}</td>"
+    return f"<td class=\"{css(worst.outcome, worst.reason_kind)}{marker}\">{sides}</td>"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,20 +1,20 @@
-"""The CI gate: a run's results against a baseline of accepted divergences.
+"""The CI gate: a run's results against a baseline of accepted divergences (reports/baseline.py).
 
     python -m reports.gate --results reports/out/summary.json --baseline reports/baseline.json
+    python -m reports.gate accept AREA SPEC_ID GUARANTEE --reason ... --evidence ...   (adds an entry)
 
-A failed cell whose broken guarantee the baseline accepts for that area and spec id is an accepted
-divergence; any other is new. A baseline entry whose cell now passes is fixed (time to remove it).
-An unknown cell (an undecided check, an error that is not a conformance failure) is shown as
-unknown, never as a pass. The baseline (see reports/README.md) is
+A failed cell whose broken guarantee the baseline accepts for that area and spec id, with the same
+signature (reports/signatures.py: the class of the detail, the shape of the shrunk program), is an
+accepted divergence; any other is new, even in a cell with an accepted one. A baseline entry whose
+cell now passes is fixed (time to remove it). An unknown cell is shown as unknown with its kind,
+never as a pass. A run that decided nothing (every cell unknown or not applicable, or no program
+run) fails the gate even with --allow-unknown: a target that never loaded is not a pass.
 
-    {"schema": "pulsar-ack-conformance/baseline/1", "description": "...",
-     "accepted": [{"area": "...", "spec_id": "...", "guarantee": "...", "reason": "...", "evidence": "...",
-                   "target": "pulsar"}]}            # target: optional, the entry applies to that --target only
-
-Exit status: 0 the gate passes; 1 new divergences, or unknown cells (unless --allow-unknown), or
-fixed entries with --fail-on-fixed; 2 a missing or malformed results or baseline file. The verdict
-is printed as markdown, written to --markdown (default: gate.md next to the results) and appended
-to $GITHUB_STEP_SUMMARY when GitHub Actions sets it.
+Exit status: 0 the gate passes; 1 new divergences, or nothing checked, or unknown cells (unless
+--allow-unknown), or fixed entries with --fail-on-fixed; 2 a missing or malformed results or
+baseline file, or an `accept` of a cell the run did not fail. The verdict is printed as markdown,
+written to --markdown (default: gate.md next to the results) and appended to $GITHUB_STEP_SUMMARY
+when GitHub Actions sets it.
 """
 
 from __future__ import annotations
@@ -24,48 +24,14 @@ import os
 import sys
 from pathlib import Path
 
-from model.guarantees import Guarantee
+from reports.baseline import PARTS, accept, load_baseline, write_baseline
 from reports.markdown import gate_markdown
-from reports.results import FAILED, PASSED, SKIPPED, UNKNOWN, InputError, Summary, load_summary, read_json
-from reports.verdicts import Accepted, Baseline, Judgement
+from reports.results import InputError, Summary, load_summary
+from reports.signatures import differences, signature
+from reports.verdicts import Baseline, Divergence, Judgement
+from reports.vocabulary import FAILED, NOT_APPLICABLE, PASSED, UNKNOWN
 
-BASELINE_SCHEMA = "pulsar-ack-conformance/baseline/1"
-REQUIRED = ("area", "spec_id", "guarantee", "reason", "evidence")
 EXIT_PASS, EXIT_FAIL, EXIT_INPUT = 0, 1, 2
-
-
-def load_baseline(path: Path) -> Baseline:
-    where = f"baseline {path}"
-    raw = read_json(Path(path), "baseline")
-    if not isinstance(raw, dict) or raw.get("schema") != BASELINE_SCHEMA:
-        raise InputError(f"{where}: not a baseline (expected \"schema\": \"{BASELINE_SCHEMA}\")")
-    extra = sorted(set(raw) - {"schema", "description", "accepted"})
-    if extra:
-        raise InputError(f"{where}: unknown top-level fields {extra} (allowed: schema, description, accepted)")
-    if not isinstance(raw.get("accepted"), list):
-        raise InputError(f"{where}: \"accepted\" must be a list of entries (it may be empty)")
-    entries = tuple(_entry(item, f"{where}: accepted[{i}]") for i, item in enumerate(raw["accepted"]))
-    keys = [(e.area, e.spec_id, e.guarantee, e.target) for e in entries]
-    twice = sorted({f"{a} [{s}] {g}" for a, s, g, _ in keys if keys.count((a, s, g, _)) > 1})
-    if twice:
-        raise InputError(f"{where}: accepted more than once: {', '.join(twice)}")
-    return Baseline(accepted=entries, description=str(raw.get("description") or ""))
-
-
-def _entry(item: object, where: str) -> Accepted:
-    if not isinstance(item, dict):
-        raise InputError(f"{where}: expected an object with {', '.join(REQUIRED)}")
-    unknown = sorted(set(item) - set(REQUIRED) - {"target"})
-    missing = [name for name in REQUIRED if not (isinstance(item.get(name), str) and item[name].strip())]
-    if unknown or missing:
-        raise InputError(f"{where}: " + "; ".join(
-            ([f"unknown fields {unknown}"] if unknown else []) + ([f"missing or empty {missing}"] if missing else [])))
-    if item["guarantee"] not in {g.value for g in Guarantee}:
-        raise InputError(f"{where}: unknown guarantee {item['guarantee']!r} "
-                         f"(one of {', '.join(g.value for g in Guarantee)})")
-    if "target" in item and not isinstance(item["target"], str):
-        raise InputError(f"{where}: \"target\" must be text (a --target value)")
-    return Accepted(**item)
 
 
 def judge(summary: Summary, baseline: Baseline, *, allow_unknown: bool = False,
@@ -74,37 +40,68 @@ def judge(summary: Summary, baseline: Baseline, *, allow_unknown: bool = False,
         raise InputError("results: no conformance test ran (did the run select any test under suites/conformance?)")
     target = summary.run.get("target")
     entries = [e for e in baseline.accepted if e.target in (None, target)]
-    accepts = {(e.area, e.spec_id, e.guarantee): e for e in entries}
-    new, accepted = [], []
+    new, accepted, unsigned, mismatched = [], [], [], {}
     for result in summary.results:
         if result.outcome != FAILED:
             continue
         for violation in result.violations:
-            entry = accepts.get((result.area, result.spec_id, violation.guarantee))
             if violation.undecided:
                 continue
+            cell = [e for e in entries if (e.area, e.spec_id, e.guarantee) == (result.area, result.spec_id,
+                                                                                violation.guarantee)]
+            found = violation.signature or signature(violation.detail)
+            entry = next((e for e in cell if e.signature is None or not differences(e.signature, found)), None)
             if entry is None:
-                new.append((result, violation.guarantee, violation.detail))
-            elif (entry, result) not in accepted:
+                why = "; ".join(f"accepted with another signature: {', '.join(differences(e.signature, found))}"
+                                for e in cell) or "not in the baseline"
+                new.append(Divergence(result=result, guarantee=violation.guarantee, detail=violation.detail, why=why))
+                for e in cell:
+                    mismatched[id(e)] = "the cell fails on this guarantee with another signature (listed as new)"
+                continue
+            if (entry, result) not in accepted:
                 accepted.append((entry, result))
+            if entry.signature is None and entry not in unsigned:
+                unsigned.append(entry)
+    matched = [e for e, _ in accepted]
     fixed, unconfirmed = [], []
     for entry in entries:
         result = summary.result(entry.area, entry.spec_id)
+        if entry in matched:
+            continue
         if result is None:
             unconfirmed.append((entry, "not in this run"))
         elif result.outcome == PASSED:
             fixed.append((entry, result))
-        elif result.outcome in (SKIPPED, UNKNOWN):
-            unconfirmed.append((entry, f"{result.outcome}: {result.reason or 'no reason recorded'}"))
+        elif result.outcome in (NOT_APPLICABLE, UNKNOWN):
+            unconfirmed.append((entry, f"{result.verdict()}: {result.reason or 'no reason recorded'}"))
+        elif id(entry) in mismatched:
+            unconfirmed.append((entry, mismatched[id(entry)]))
         elif entry.guarantee not in result.guarantees:
             unconfirmed.append((entry, f"the cell now fails on {', '.join(sorted(result.guarantees))} instead, "
                                        "which stops the program before this one could show"))
     return Judgement(summary=summary, new=tuple(new), accepted=tuple(accepted), fixed=tuple(fixed),
                      unknown=tuple(r for r in summary.results if r.outcome == UNKNOWN),
-                     unconfirmed=tuple(unconfirmed), allow_unknown=allow_unknown, fail_on_fixed=fail_on_fixed)
+                     unconfirmed=tuple(unconfirmed), unsigned=tuple(unsigned),
+                     nothing_checked=nothing_checked(summary), allow_unknown=allow_unknown,
+                     fail_on_fixed=fail_on_fixed)
+
+
+def nothing_checked(summary: Summary) -> str | None:
+    """Why the run decided nothing about Pulsar, or None when some cell passed or failed having run programs."""
+    decided = [r for r in summary.results if r.outcome in (PASSED, FAILED)]
+    if not decided:
+        counts = ", ".join(f"{n} {outcome}" for outcome, n in summary.totals().items() if n)
+        return f"no cell passed or failed ({counts}): the run checked nothing about Pulsar"
+    counted = [r.examples for r in decided if r.examples is not None]
+    if len(counted) == len(decided) and not any(counted):
+        return f"the {len(decided)} decided cell(s) ran 0 programs: the run checked nothing about Pulsar"
+    return None
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["accept"]:
+        return accept_main(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m reports.gate",
                                      description="Compare a conformance run with a baseline of accepted divergences.")
     parser.add_argument("--results", type=Path, default=Path("reports/out/summary.json"),
@@ -125,12 +122,52 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INPUT
     text = gate_markdown(judgement)
     print(text)
+    for entry in judgement.unsigned:
+        print(f"warning: baseline entry {entry.area} [{entry.spec_id}] {entry.guarantee} has no signature, so any "
+              f"failure of {entry.guarantee} in that cell passes as accepted; re-accept it with: "
+              f"python -m reports.gate accept {entry.area} {entry.spec_id} {entry.guarantee} "
+              f"--results {args.results} --baseline {args.baseline} --reason ... --evidence ...", file=sys.stderr)
     (args.markdown or args.results.parent / "gate.md").write_text(text)
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if step_summary:
         with open(step_summary, "a") as out:
             out.write(text + "\n")
     return EXIT_PASS if judgement.passed else EXIT_FAIL
+
+
+def accept_main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m reports.gate accept",
+                                     description="Accept a divergence of a run into a baseline, with its signature.")
+    parser.add_argument("area", help="the failed cell's area (the test name without test_)")
+    parser.add_argument("spec_id", help="the failed cell's spec id (Shared, Key_Shared-dlq2, ...)")
+    parser.add_argument("guarantee", help="the guarantee it broke (model/guarantees.py)")
+    parser.add_argument("--reason", required=True, help="why it is accepted")
+    parser.add_argument("--evidence", required=True, help="the issue, test or run that shows it")
+    parser.add_argument("--results", type=Path, default=Path("reports/out/summary.json"),
+                        help="summary.json of the run that failed it (default: %(default)s)")
+    parser.add_argument("--baseline", type=Path, default=Path("reports/baseline.json"),
+                        help="the baseline to add it to, created when missing (default: %(default)s)")
+    parser.add_argument("--any-target", action="store_true",
+                        help="accept it whatever --target a run has (default: only the run's own target)")
+    parser.add_argument("--match", choices=("both", *PARTS), default="both",
+                        help="which part of the signature must match: the detail's class, the program's "
+                             "shape, or both (default)")
+    args = parser.parse_args(argv)
+    try:
+        summary = load_summary(args.results)
+        baseline = load_baseline(args.baseline) if args.baseline.exists() else Baseline()
+        updated, entry = accept(summary, baseline, area=args.area, spec_id=args.spec_id, guarantee=args.guarantee,
+                                reason=args.reason, evidence=args.evidence,
+                                target=None if args.any_target else summary.run.get("target"),
+                                parts=PARTS if args.match == "both" else (args.match,))
+    except InputError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_INPUT
+    write_baseline(updated, args.baseline)
+    shown = ", ".join(f"{k} `{v}`" for k, v in (entry.signature or {}).items())
+    print(f"accepted {entry.area} [{entry.spec_id}] {entry.guarantee} for target {entry.target or 'any'} "
+          f"({shown}) into {args.baseline}")
+    return EXIT_PASS
 
 
 if __name__ == "__main__":

@@ -19,9 +19,9 @@ from pathlib import Path
 
 from model.guarantees import Guarantee
 from reports import failures as stored
-from reports.results import (FAILED, PASSED, SKIPPED, UNKNOWN, GuaranteeCell, InputError, Result, Summary,
-                             guarantee_view, load_summary, subscription_of)
+from reports.results import GuaranteeCell, InputError, Result, Summary, guarantee_view, load_summary, subscription_of
 from reports.timeline import legend_svg, story, timeline_svg
+from reports.vocabulary import FAILED, NOT_APPLICABLE, PASSED, UNKNOWN
 
 STYLE = """
 body { font: 14px/1.45 "DejaVu Sans", Arial, sans-serif; color: #222; margin: 24px; max-width: 1400px; }
@@ -32,7 +32,10 @@ table.matrix { border-collapse: collapse; margin: 8px 0; }
 .matrix th, .matrix td { border: 1px solid #ccc; padding: 4px 8px; text-align: center; font-size: 13px; }
 .matrix th.area { text-align: left; } .matrix thead th { background: #f4f4f4; }
 td.passed { background: #e6f4ea; color: #1e5e2b; } td.failed { background: #fce8e6; color: #a50e0e; font-weight: bold; }
-td.unknown { background: #fef7e0; color: #8a5a00; } td.skipped { background: #f1f3f4; color: #666; }
+td.unknown { background: #fef7e0; color: #8a5a00; } td.not-applicable { background: #f1f3f4; color: #666; }
+td.k-client-crashed { background: #f3e8fd; color: #6a1b9a; border: 2px dashed #8e24aa; }
+td.k-unreachable, td.k-timed-out, td.k-interrupted { background: #fff8e1; color: #795548; border: 2px dotted #a1887f; }
+td.k-harness-error { background: #eceff1; color: #37474f; border: 2px dotted #607d8b; }
 td.failed a { color: inherit; } td.notrun { background: #fafafa; }
 .count { display: block; font-size: 10px; color: #666; font-weight: normal; white-space: nowrap; }
 article.failure { border: 1px solid #e0b4b4; border-left: 6px solid #c62828; padding: 12px 16px; margin: 16px 0;
@@ -43,7 +46,7 @@ ol.story { font-family: "DejaVu Sans Mono", monospace; font-size: 12px; margin: 
 pre { background: #f6f8fa; padding: 10px; overflow-x: auto; font-size: 12px; }
 .files a { margin-right: 12px; } ul.reasons li { margin: 3px 0; }
 """
-MARK = {PASSED: "✓", FAILED: "✗", UNKNOWN: "?", SKIPPED: "–"}
+MARK = {PASSED: "✓", FAILED: "✗", UNKNOWN: "?", NOT_APPLICABLE: "–"}
 GUARANTEE_NOTE = ("<p class=\"run\">Each cell: every test on that spec that can break the guarantee (hover for "
                   "which). Failed: a failure names it (the links); unknown: one of them was undecided or stopped on "
                   "another guarantee first; empty: no test of this run can break it there.</p>")
@@ -51,12 +54,13 @@ GUARANTEE_NOTE = ("<p class=\"run\">Each cell: every test on that spec that can 
 
 def render_report(summary: Summary, found: dict[str, stored.StoredFailure], *, failures_dir: str = "failures") -> str:
     run = summary.run
-    title = f"Pulsar ack conformance: {run.get('target') or 'run'}"
+    client = summary.client()
+    title = f"Pulsar ack conformance: {run.get('target') or 'run'}" + (f", client {client}" if client else "")
     parts = [f"<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{escape(title)}</title>",
              f"<style>{STYLE}</style></head><body>", f"<h1>{escape(title)}</h1>", _run_info(summary),
              "<h2 id=\"matrix\">Conformance matrix</h2>", _matrix(summary),
              "<h2 id=\"guarantees\">By guarantee</h2>", GUARANTEE_NOTE, _guarantee_matrix(summary),
-             _reasons(summary, UNKNOWN, "Unknown (never a pass)"), _reasons(summary, SKIPPED, "Skipped")]
+             _reasons(summary, UNKNOWN, "Unknown (never a pass)"), _reasons(summary, NOT_APPLICABLE, "Not applicable")]
     failed = [(r, v) for r in summary.results if r.outcome in (FAILED, UNKNOWN) for v in r.violations]
     if failed:
         parts += ["<h2 id=\"failures\">Failures</h2>", "<div class=\"scroll\">", legend_svg(), "</div>"]
@@ -79,8 +83,10 @@ def _run_info(summary: Summary) -> str:
              ("finished", run.get("finished"))]
     text = " · ".join(f"{escape(k)}: <b>{escape(str(v))}</b>" for k, v in facts if v)
     totals = summary.totals()
-    counts = "".join(f"<span class=\"{o}\">{MARK[o]} {totals[o]} {o}</span>"
-                     for o in (FAILED, UNKNOWN, PASSED, SKIPPED))
+    kinds = ", ".join(f"{n} {kind}" for kind, n in summary.unknown_kinds().items())
+    counts = "".join(f"<span class=\"{css(o)}\">{MARK[o]} {totals[o]} {o}"
+                     + (f" ({escape(kinds)})" if o == UNKNOWN and kinds else "") + "</span>"
+                     for o in (FAILED, UNKNOWN, PASSED, NOT_APPLICABLE))
     return f"<p class=\"run\">{text}</p><p class=\"totals\">{counts}</p>"
 
 
@@ -115,7 +121,7 @@ def _guarantee_td(cell: GuaranteeCell | None) -> str:
         text = f"{MARK[FAILED]} {links}"
     else:
         text = escape(f"{MARK[cell.outcome]} {cell.outcome}")
-    return f"<td class=\"{cell.outcome}\" title=\"{escape(tip)}\">{text}</td>"
+    return f"<td class=\"{css(cell.outcome)}\" title=\"{escape(tip)}\">{text}</td>"
 
 
 def matrix_head(spec_ids: list[str], *, label: str = "guarantee area") -> str:
@@ -142,6 +148,7 @@ def _cell(result: Result | None) -> str:
     counts = (f"{result.examples} programs, {result.steps} ops" if result.examples is not None else "not counted")
     tip = f"{result.nodeid}: {result.verdict()}; {counts}" + (f"; {result.reason}" if result.reason else "")
     text = MARK[result.outcome] + " " + (", ".join(sorted(result.guarantees)) if result.outcome == FAILED
+                                         else result.reason_kind or result.outcome if result.outcome == UNKNOWN
                                          else result.outcome)
     first = next((v.failure for v in result.violations if v.failure), None)
     if first and result.outcome in (FAILED, UNKNOWN):
@@ -150,14 +157,21 @@ def _cell(result: Result | None) -> str:
         text = escape(text)
     small = (f"<span class=\"count\">{result.examples} programs · {result.steps} ops</span>"
              if result.examples is not None else "")
-    return f"<td class=\"{result.outcome}\" title=\"{escape(tip)}\">{text}{small}</td>"
+    return f"<td class=\"{css(result.outcome, result.reason_kind)}\" title=\"{escape(tip)}\">{text}{small}</td>"
+
+
+def css(outcome: str, kind: str | None = None) -> str:
+    """The cell's classes: its outcome (`not-applicable`), and an unknown's kind (`k-client-crashed`)."""
+    slug = outcome.replace(" ", "-")
+    return f"{slug} k-{kind.replace(' ', '-')}" if outcome == UNKNOWN and kind else slug
 
 
 def _reasons(summary: Summary, outcome: str, title: str) -> str:
     chosen = [r for r in summary.results if r.outcome == outcome]
     if not chosen:
         return ""
-    items = "".join(f"<li><b>{escape(r.area)} [{escape(r.spec_id)}]</b>: "
+    items = "".join(f"<li><b>{escape(r.area)} [{escape(r.spec_id)}]</b>"
+                    + (f" <i>{escape(r.reason_kind)}</i>" if outcome == UNKNOWN and r.reason_kind else "") + ": "
                     f"{escape(r.reason or 'no reason recorded')}</li>" for r in chosen)
     return f"<h2>{escape(title)}</h2><ul class=\"reasons\">{items}</ul>"
 

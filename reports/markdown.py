@@ -6,10 +6,11 @@ function is pure: results in, text out.
 
 from __future__ import annotations
 
-from reports.results import FAILED, PASSED, SKIPPED, UNKNOWN, GuaranteeCell, Result, Summary, guarantee_view
+from reports.results import GuaranteeCell, Result, Summary, guarantee_view
 from reports.verdicts import Comparison, Judgement
+from reports.vocabulary import FAILED, NOT_APPLICABLE, PASSED, UNKNOWN
 
-MARK = {PASSED: "✅", FAILED: "❌", UNKNOWN: "❔", SKIPPED: "⏭️"}
+MARK = {PASSED: "✅", FAILED: "❌", UNKNOWN: "❔", NOT_APPLICABLE: "➖"}
 
 
 def cell(result: Result | None) -> str:
@@ -18,7 +19,9 @@ def cell(result: Result | None) -> str:
     if result.outcome == FAILED:
         return f"❌ {', '.join(sorted(result.guarantees))}"
     if result.outcome == UNKNOWN:
-        return "❔ unknown"
+        return f"❔ {result.reason_kind or 'unknown'}"
+    if result.outcome == NOT_APPLICABLE:
+        return "➖ n/a"
     return MARK[result.outcome]
 
 
@@ -44,8 +47,10 @@ def run_line(summary: Summary) -> str:
 
 def totals_line(summary: Summary) -> str:
     totals = summary.totals()
-    shown = [o for o in (FAILED, UNKNOWN, PASSED, SKIPPED) if totals[o] or o != SKIPPED]
-    return " · ".join(f"{MARK[o]} {totals[o]} {o}" for o in shown)
+    shown = [o for o in (FAILED, UNKNOWN, PASSED, NOT_APPLICABLE) if totals[o] or o != NOT_APPLICABLE]
+    kinds = ", ".join(f"{n} {kind}" for kind, n in summary.unknown_kinds().items())
+    return " · ".join(f"{MARK[o]} {totals[o]} {o}" + (f" ({kinds})" if o == UNKNOWN and kinds else "")
+                      for o in shown)
 
 
 def matrix_table(summary: Summary) -> list[str]:
@@ -77,6 +82,8 @@ def _guarantee_cell(cell: GuaranteeCell | None) -> str:
         return f"❌ {', '.join(dict.fromkeys(area for area, _ in cell.failures))}"
     if cell.outcome == UNKNOWN:
         return "❔ unknown"
+    if cell.outcome == NOT_APPLICABLE:
+        return "➖ n/a"
     return MARK[cell.outcome]
 
 
@@ -89,7 +96,7 @@ def summary_markdown(summary: Summary, *, failures_dir: str | None = None) -> st
     lines += ["### By guarantee", ""] + guarantee_table(summary) + [""]
     lines += _failure_list(summary, failures_dir)
     lines += _reason_list(summary, UNKNOWN, "Unknown (never a pass)")
-    lines += _reason_list(summary, SKIPPED, "Skipped")
+    lines += _reason_list(summary, NOT_APPLICABLE, "Not applicable")
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -113,24 +120,33 @@ def _reason_list(summary: Summary, outcome: str, title: str) -> list[str]:
     chosen = [r for r in summary.results if r.outcome == outcome]
     if not chosen:
         return []
-    return [f"### {title}", ""] + [f"- **{r.area} [{r.spec_id}]**: {_inline(r.reason or 'no reason recorded')}"
-                                   for r in chosen] + [""]
+    return [f"### {title}", ""] + [f"- **{r.area} [{r.spec_id}]**{_kind(r)}: "
+                                   f"{_inline(r.reason or 'no reason recorded')}" for r in chosen] + [""]
+
+
+def _kind(result: Result) -> str:
+    return f" *{result.reason_kind}*" if result.outcome == UNKNOWN and result.reason_kind else ""
 
 
 def gate_markdown(judgement: Judgement) -> str:
     verdict = "✅ passed" if judgement.passed else "❌ failed"
-    lines = [f"## Conformance gate: {verdict}", "", run_line(judgement.summary), "",
-             f"{len(judgement.new)} new divergence(s) · {len(judgement.accepted)} accepted · "
-             f"{len(judgement.fixed)} fixed · {len(judgement.unknown)} unknown · "
-             f"{len(judgement.unconfirmed)} baseline entries not confirmed", ""]
+    lines = [f"## Conformance gate: {verdict}", "", run_line(judgement.summary), ""]
+    if judgement.nothing_checked:
+        lines += [f"**Nothing was checked**: {judgement.nothing_checked}. This fails the gate whatever is "
+                  "allowed (--allow-unknown included).", ""]
+    lines += [f"{len(judgement.new)} new divergence(s) · {len(judgement.accepted)} accepted · "
+              f"{len(judgement.fixed)} fixed · {len(judgement.unknown)} unknown · "
+              f"{len(judgement.unconfirmed)} baseline entries not confirmed", ""]
     if judgement.new:
-        lines += ["### New divergences (not in the baseline)", "", "| area | spec | guarantee | detail |",
-                  "|---|---|---|---|"]
-        lines += [f"| {r.area} | {r.spec_id} | `{g}` | {_cell_text(d)} |" for r, g, d in judgement.new] + [""]
+        lines += ["### New divergences (not accepted by the baseline)", "",
+                  "| area | spec | guarantee | detail | why new |", "|---|---|---|---|---|"]
+        lines += [f"| {d.result.area} | {d.result.spec_id} | `{d.guarantee}` | {_cell_text(d.detail)} | "
+                  f"{_cell_text(d.why)} |" for d in judgement.new] + [""]
     if judgement.unknown:
         allowed = " (allowed by --allow-unknown)" if judgement.allow_unknown else ""
         lines += [f"### Unknown, never a pass{allowed}", ""]
-        lines += [f"- **{r.area} [{r.spec_id}]**: {_inline(r.reason or '')}" for r in judgement.unknown] + [""]
+        lines += [f"- **{r.area} [{r.spec_id}]**{_kind(r)}: {_inline(r.reason or '')}"
+                  for r in judgement.unknown] + [""]
     if judgement.fixed:
         lines += ["### Fixed: in the baseline, no longer diverging (remove them from the baseline)", ""]
         lines += [f"- **{e.area} [{e.spec_id}]** `{e.guarantee}`: now {r.verdict()} (was accepted: {_inline(e.reason)})"
@@ -139,6 +155,11 @@ def gate_markdown(judgement: Judgement) -> str:
         lines += ["### Accepted divergences (still diverging, as the baseline says)", ""]
         lines += [f"- **{e.area} [{e.spec_id}]** `{e.guarantee}`: {_inline(e.reason)} (evidence: {_inline(e.evidence)})"
                   for e, _ in judgement.accepted] + [""]
+    if judgement.unsigned:
+        lines += ["### Baseline entries without a signature (re-accept them)", ""]
+        lines += [f"- **{e.area} [{e.spec_id}]** `{e.guarantee}`: accepts any failure of this guarantee in the cell; "
+                  f"`python -m reports.gate accept {e.area} {e.spec_id} {e.guarantee} --reason ... --evidence ...` "
+                  "records what this run saw" for e in judgement.unsigned] + [""]
     if judgement.unconfirmed:
         lines += ["### Baseline entries this run could not confirm", ""]
         lines += [f"- **{e.area} [{e.spec_id}]** `{e.guarantee}`: {why}" for e, why in judgement.unconfirmed] + [""]

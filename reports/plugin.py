@@ -3,11 +3,13 @@
 Register it with `-p reports.plugin`, or list "reports.plugin" in the root conftest's
 `pytest_plugins`. For every test under suites/conformance it records the guarantee area (the test
 function's name without `test_`), the spec id (the parametrize id), the target (`--target`), the
-outcome (passed, failed, unknown or skipped; unknown when the check was undecided or the test
-errored for a reason other than a conformance failure, and then the reason), the broken guarantee
-with its detail, the guarantees the test can break (its `guarantee` marks: the root conftest gives
-each conformance test its catalog check's guarantees), and how many programs and ops ran (counted on the `target` fixture's `reset` and
-`invoke`). At the end of the session it writes under `--reports-dir` (default reports/out):
+verdict (reports/vocabulary.py: passed; failed; unknown, with its reason and the reason's kind,
+when the check was undecided, the client crashed or the test errored for a reason other than a
+conformance failure; not applicable, a skip with its reason), the broken guarantee with its
+detail, the guarantees the test can break (its `guarantee` marks: the root conftest gives each
+conformance test its catalog check's guarantees), and how many programs and ops ran (counted on
+the `target` fixture's `reset` and `invoke`). At the end of the session it writes under
+`--reports-dir` (default reports/out):
 
 - `summary.json`: the run and the matrix (reports/results.py), what the gate and the comparison read;
 - `summary.md`: the same for a person, or for a GitHub Actions step summary;
@@ -37,17 +39,20 @@ from pathlib import Path
 
 import pytest
 
-from model.history import spec_json
+from model.history import OP_KINDS, spec_json
 from model.spec import Spec
 from reports import failures as stored
-from reports.results import (FAILED, PASSED, SKIPPED, UNKNOWN, ReportedViolation, Result, Summary, subscription_of,
-                             write_summary)
+from reports.results import ReportedViolation, Result, Summary, subscription_of, write_summary
+from reports.signatures import signature
+from reports.vocabulary import (CLIENT_CRASHED, FAILED, HARNESS_ERROR, INTERRUPTED, NOT_APPLICABLE, PASSED,
+                                SOLVER_LIMIT, UNKNOWN, kind_of_error)
 
 REPORTS_DIR = "--reports-dir"
 DEFAULT_DIR = Path("reports/out")
 DEFAULT_HISTORIES = Path("reports/out/histories")  # the default of --histories (fixtures/options.py)
 RECORD = "conformance"  # the attribute on a TestReport that carries the verdict
-RANK = {PASSED: 0, SKIPPED: 1, UNKNOWN: 2, FAILED: 3}  # when phases disagree, the worst one wins
+STDERR_TAIL = 3  # lines of a crashed driver's stderr in the verdict (all of it is in the sidecar)
+RANK = {PASSED: 0, NOT_APPLICABLE: 1, UNKNOWN: 2, FAILED: 3}  # when phases disagree, the worst one wins
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -164,9 +169,10 @@ class ConformanceReports:
             record.update(self._describe(item))
         if report.skipped:
             if hasattr(report, "wasxfail"):
-                record.update(outcome=UNKNOWN, reason=f"marked xfail: {report.wasxfail or 'no reason given'}")
+                record.update(outcome=UNKNOWN, reason_kind=HARNESS_ERROR,
+                              reason=f"marked xfail: {report.wasxfail or 'no reason given'}")
             else:
-                record.update(outcome=SKIPPED, reason=_skip_reason(report))
+                record.update(outcome=NOT_APPLICABLE, reason=_skip_reason(report))
         elif report.failed:
             record.update(self._failed(item, call.excinfo.value if call.excinfo else None, report.when))
         elif report.when == "call":
@@ -199,19 +205,23 @@ class ConformanceReports:
         found = [e for e in _leaves(error) if isinstance(e, stored.FailureLike)]
         if not found:
             where = "the test" if when == "call" else f"{when} of the test"
-            return {"outcome": UNKNOWN, "reason": f"{where} raised {_one_line(error)}, not a conformance failure"}
+            first = next(_leaves(error), error)
+            return {"outcome": UNKNOWN, "reason_kind": kind_of_error(first),
+                    "reason": f"{where} raised {_one_line(first)}, not a conformance failure"}
         area, spec_id = area_and_spec_id(item)
         violations = []
         for index, failure in enumerate(found):
             stem = stored.stem_for(area, spec_id, index)
             stored.write_failure(self.folder / "failures", stem, failure, nodeid=item.nodeid,
                                  target=self.config.getoption("target", None), area=area, spec_id=spec_id)
-            violations.append(asdict(ReportedViolation(guarantee=failure.violation.guarantee.value,
-                                               detail=failure.violation.detail, failure=stem,
-                                               undecided=bool(failure.violation.undecided))))
+            kinds = [OP_KINDS.get(type(op), type(op).__name__) for op, _ in failure.history]
+            violations.append(asdict(ReportedViolation(
+                guarantee=failure.violation.guarantee.value, detail=failure.violation.detail, failure=stem,
+                undecided=bool(failure.violation.undecided), signature=signature(failure.violation.detail, kinds))))
         decided = any(not v["undecided"] for v in violations)
         return {"outcome": FAILED if decided else UNKNOWN, "violations": violations,
                 "flaky": type(error).__name__ in ("FlakyFailure", "Flaky"),
+                "reason_kind": None if decided else SOLVER_LIMIT,
                 "reason": None if decided else "the check could not decide (a solver or time limit)"}
 
     def _crashed(self, item: pytest.Item, crash: BaseException) -> dict:
@@ -221,10 +231,10 @@ class ConformanceReports:
         stem = stored.stem_for(area, spec_id) + "-client-crashed"
         write_crash(self.folder / "failures", stem, crash, nodeid=item.nodeid,
                     target=self.config.getoption("target", None))
-        last = (crash.stderr.strip().splitlines() or [""])[-1][:300]
-        return {"outcome": UNKNOWN, "flaky": False,
+        tail = " | ".join(line.strip() for line in crash.stderr.strip().splitlines()[-STDERR_TAIL:] if line.strip())
+        return {"outcome": UNKNOWN, "reason_kind": CLIENT_CRASHED, "flaky": False,
                 "reason": f"client crashed: {crash.client} {crash.reason}"
-                          + (f" (stderr: {last})" if last else "") + f"; history in failures/{stem}.jsonl"}
+                          + (f" (stderr: {tail[-600:]})" if tail else "") + f"; history in failures/{stem}.jsonl"}
 
     # -- collecting (on the controller) -----------------------------------------------------------
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -234,7 +244,7 @@ class ConformanceReports:
         merged = self.records.setdefault(report.nodeid, {"nodeid": report.nodeid})
         fields = {k: v for k, v in record.items() if k != "phase"}
         outcome = fields.pop("outcome", None)
-        verdict = {k: fields.pop(k) for k in ("reason", "violations", "flaky") if k in fields}
+        verdict = {k: fields.pop(k) for k in ("reason", "reason_kind", "violations", "flaky") if k in fields}
         merged.update(fields)
         if outcome is not None and RANK[outcome] >= RANK.get(merged.get("outcome"), -1):
             merged["outcome"] = outcome
@@ -337,7 +347,7 @@ def _result_of(record: dict) -> Result:
     fields.setdefault("area", "?")
     fields.setdefault("spec_id", "?")
     if "outcome" not in fields:
-        fields.update(outcome=UNKNOWN, reason="the test did not finish (interrupted?)")
+        fields.update(outcome=UNKNOWN, reason_kind=INTERRUPTED, reason="the test did not finish (interrupted?)")
     fields["violations"] = tuple(ReportedViolation(**v) for v in fields.get("violations") or ())
     return Result(**fields)
 

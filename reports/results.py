@@ -2,11 +2,11 @@
 
 One `Result` per conformance test (a guarantee area on one spec id): its outcome, the guarantee it
 broke, the guarantees it can break (the catalog's declaration, carried by the test's `guarantee`
-marker), the reason it is unknown or skipped, and how many programs and ops it ran. A `Summary`
+marker), the reason it is unknown or not applicable, and how many programs and ops it ran. A `Summary`
 is the run (target, Pulsar, client, profile) with its results; `matrix` folds the results into
 the conformance matrix, area x spec id, and `guarantee_view` into one row per guarantee
-(model/guarantees.py), guarantee x spec id. Outcomes are three-valued plus "skipped": `unknown`
-(an undecided check, or an error that is not a conformance failure) is never a pass.
+(model/guarantees.py), guarantee x spec id. Outcomes are those of reports/vocabulary.py: passed,
+failed, unknown with its kind (never a pass), not applicable.
 
 `load_summary` is what the gate, the comparison and the HTML report read; a missing or malformed
 file is an `InputError` whose message names the file and what is wrong with it.
@@ -20,10 +20,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from model.guarantees import Guarantee
+from reports.vocabulary import (FAILED, LEGACY_OUTCOMES, NOT_APPLICABLE, OUTCOMES, PASSED, UNKNOWN, UNKNOWN_KINDS,
+                                kind_of_reason, verdict_word)
 
 SCHEMA = "pulsar-ack-conformance/summary/1"
-PASSED, FAILED, UNKNOWN, SKIPPED = "passed", "failed", "unknown", "skipped"
-OUTCOMES = (PASSED, FAILED, UNKNOWN, SKIPPED)
 NOT_RUN = "not run"  # a guarantee view cell no test of the run could decide
 SUBSCRIPTION_ORDER = ("Exclusive", "Failover", "Shared", "Key_Shared")
 
@@ -40,6 +40,7 @@ class ReportedViolation:
     detail: str
     failure: str | None = None  # file stem under failures/: <stem>.jsonl, <stem>.py, <stem>.expect.json
     undecided: bool = False
+    signature: dict | None = None  # reports/signatures.py: what a baseline entry accepting it matches
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -54,7 +55,8 @@ class Result:
     spec_fields: dict | None = None  # every field of the Spec (model/spec.py), as JSON
     violations: tuple[ReportedViolation, ...] = ()
     can_break: tuple[str, ...] | None = None  # the guarantees the test can break; None: not recorded
-    reason: str | None = None  # why unknown or skipped
+    reason: str | None = None  # why unknown or not applicable
+    reason_kind: str | None = None  # why unknown, one of vocabulary.UNKNOWN_KINDS
     flaky: bool = False  # Hypothesis could not reproduce the failure on replay
     examples: int | None = None  # programs run, shrinking included
     steps: int | None = None  # ops run
@@ -69,10 +71,10 @@ class Result:
         return self.area, self.spec_id
 
     def verdict(self) -> str:
-        """One short word or phrase: `passed`, `failed: no-loss`, `unknown`, `skipped`."""
+        """One short phrase: `passed`, `failed: no-loss`, `unknown: timed out`, `not applicable`."""
         if self.outcome == FAILED:
             return f"failed: {', '.join(sorted(self.guarantees))}"
-        return self.outcome
+        return verdict_word(self.outcome, self.reason_kind)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -83,6 +85,11 @@ class Summary:
     def totals(self) -> dict[str, int]:
         counts = Counter(r.outcome for r in self.results)
         return {outcome: counts.get(outcome, 0) for outcome in OUTCOMES}
+
+    def unknown_kinds(self) -> dict[str, int]:
+        """How many cells are unknown for each reason kind (only the kinds that occur)."""
+        counts = Counter(r.reason_kind or "unrecorded" for r in self.results if r.outcome == UNKNOWN)
+        return dict(sorted(counts.items()))
 
     def areas(self) -> list[str]:
         return list(dict.fromkeys(r.area for r in self.results))
@@ -97,6 +104,17 @@ class Summary:
         """How the run names itself in a comparison: the Pulsar version, else the target."""
         pulsar = self.run.get("pulsar") or {}
         return pulsar.get("version") or self.run.get("target") or "run"
+
+    def client(self) -> str | None:
+        """The client under test and its version (`python 3.13.0`), as its driver named itself."""
+        client = self.run.get("client") or {}
+        name = client.get("name")
+        return " ".join(str(client[k]) for k in ("name", "version") if client.get(k)) if name else None
+
+    def label_parts(self) -> tuple[str | None, str | None, str | None]:
+        """What can set two runs apart: the Pulsar version, the client, the target."""
+        pulsar = self.run.get("pulsar") or {}
+        return pulsar.get("version"), self.client(), self.run.get("target")
 
 
 def order_spec_ids(spec_ids) -> list[str]:
@@ -114,12 +132,12 @@ def subscription_of(spec_id: str) -> str:
 
 
 def matrix(summary: Summary) -> dict[str, dict[str, dict]]:
-    """area -> spec id -> {outcome, guarantees, examples, steps}: the conformance matrix."""
+    """area -> spec id -> {outcome, reason_kind, guarantees, examples, steps}: the conformance matrix."""
     cells: dict[str, dict[str, dict]] = {}
     for r in summary.results:
         cells.setdefault(r.area, {})[r.spec_id] = {
-            "outcome": r.outcome, "guarantees": sorted(r.guarantees), "examples": r.examples, "steps": r.steps,
-            "subscription_type": r.subscription_type}
+            "outcome": r.outcome, "reason_kind": r.reason_kind, "guarantees": sorted(r.guarantees),
+            "examples": r.examples, "steps": r.steps, "subscription_type": r.subscription_type}
     return cells
 
 
@@ -130,8 +148,8 @@ class GuaranteeCell:
     failed: some test failed naming the guarantee (`failures`: the area and the violation);
     unknown: none did, but a test that can break it was undecided, errored, or failed on another
     guarantee first (which stopped its program before this one could show);
-    passed: every test that can break it and ran passed (`reasons` lists the skipped ones);
-    skipped: every such test was skipped; not run: no test of the run can break it on this spec id.
+    passed: every test that can break it and ran passed (`reasons` lists the not applicable ones);
+    not applicable: every such test was; not run: no test of the run can break it on this spec id.
     """
 
     guarantee: str
@@ -139,7 +157,7 @@ class GuaranteeCell:
     outcome: str
     tests: tuple[str, ...] = ()  # the areas, on this spec id, that can break it or failed naming it
     failures: tuple[tuple[str, ReportedViolation], ...] = ()
-    reasons: tuple[str, ...] = ()  # per area, why the cell is unknown or skipped (or what was skipped)
+    reasons: tuple[str, ...] = ()  # per area, why the cell is unknown or not applicable (or which were)
 
 
 def guarantees_of(summary: Summary) -> list[str]:
@@ -161,9 +179,10 @@ def guarantee_cell(summary: Summary, guarantee: str, spec_id: str) -> GuaranteeC
     if undecided:
         return GuaranteeCell(guarantee=guarantee, spec_id=spec_id, outcome=UNKNOWN, tests=areas,
                              reasons=tuple(f"{r.area}: {_why_undecided(r, guarantee)}" for r in undecided))
-    skipped = tuple(f"{r.area}: skipped, {r.reason or 'no reason recorded'}" for r in tests if r.outcome == SKIPPED)
-    outcome = PASSED if any(r.outcome == PASSED for r in tests) else SKIPPED if tests else NOT_RUN
-    return GuaranteeCell(guarantee=guarantee, spec_id=spec_id, outcome=outcome, tests=areas, reasons=skipped)
+    inapplicable = tuple(f"{r.area}: not applicable, {r.reason or 'no reason recorded'}" for r in tests
+                         if r.outcome == NOT_APPLICABLE)
+    outcome = PASSED if any(r.outcome == PASSED for r in tests) else NOT_APPLICABLE if tests else NOT_RUN
+    return GuaranteeCell(guarantee=guarantee, spec_id=spec_id, outcome=outcome, tests=areas, reasons=inapplicable)
 
 
 def _why_undecided(result: Result, guarantee: str) -> str:
@@ -171,7 +190,7 @@ def _why_undecided(result: Result, guarantee: str) -> str:
         return f"the check of {guarantee} could not decide"
     if result.outcome == FAILED:
         return f"failed on {', '.join(sorted(result.guarantees))} first"
-    return result.reason or "no reason recorded"
+    return f"{result.reason_kind or 'unknown'}: {result.reason or 'no reason recorded'}"
 
 
 def guarantee_view(summary: Summary) -> dict[str, dict[str, GuaranteeCell]]:
@@ -192,7 +211,8 @@ def guarantee_matrix(summary: Summary) -> dict[str, dict[str, dict]]:
 
 
 def to_json(summary: Summary) -> dict:
-    return {"schema": SCHEMA, "run": summary.run, "totals": summary.totals(), "matrix": matrix(summary),
+    return {"schema": SCHEMA, "run": summary.run, "totals": summary.totals(),
+            "unknown_kinds": summary.unknown_kinds(), "matrix": matrix(summary),
             "guarantee_matrix": guarantee_matrix(summary), "results": [_result_json(r) for r in summary.results]}
 
 
@@ -247,8 +267,14 @@ def _result_of(item: object, where: str) -> Result:
         problems = ([f"unknown fields {unknown}"] if unknown else []) + (
             [f"missing text fields {missing}"] if missing else [])
         raise InputError(f"{where}: " + "; ".join(problems))
+    item = {**item, "outcome": LEGACY_OUTCOMES.get(item["outcome"], item["outcome"])}
     if item["outcome"] not in OUTCOMES:
         raise InputError(f"{where}: outcome must be one of {', '.join(OUTCOMES)}, got {item['outcome']!r}")
+    kind = item.get("reason_kind")
+    if kind is not None and kind not in UNKNOWN_KINDS:
+        raise InputError(f"{where}: reason_kind must be one of {', '.join(UNKNOWN_KINDS)}, got {kind!r}")
+    if item["outcome"] == UNKNOWN and kind is None:  # a summary older than the kinds
+        item["reason_kind"] = kind_of_reason(item.get("reason"))
     raw_violations = item.get("violations") or []
     if not isinstance(raw_violations, list):
         raise InputError(f"{where}: \"violations\" must be a list")

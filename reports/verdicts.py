@@ -15,7 +15,8 @@ from reports.results import Result, Summary
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Accepted:
-    """One accepted divergence: this area on this spec id breaks this guarantee, for this reason."""
+    """One accepted divergence: this area on this spec id breaks this guarantee, for this reason,
+    the way its signature says (reports/signatures.py; None: an entry older than signatures)."""
 
     area: str
     spec_id: str
@@ -23,6 +24,7 @@ class Accepted:
     reason: str
     evidence: str
     target: str | None = None
+    signature: dict | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -32,19 +34,33 @@ class Baseline:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Divergence:
+    """A broken guarantee the baseline does not accept; `why` says so when its cell has an accepted
+    divergence of another signature."""
+
+    result: Result
+    guarantee: str
+    detail: str
+    why: str = "not in the baseline"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Judgement:
     summary: Summary
-    new: tuple[tuple[Result, str, str], ...]  # (result, guarantee, detail) the baseline does not accept
+    new: tuple[Divergence, ...]
     accepted: tuple[tuple[Accepted, Result], ...]
     fixed: tuple[tuple[Accepted, Result], ...]
     unknown: tuple[Result, ...]
     unconfirmed: tuple[tuple[Accepted, str], ...]  # baseline entries this run says nothing about, and why
+    unsigned: tuple[Accepted, ...] = ()  # entries without a signature that accepted a failure of this run
+    nothing_checked: str | None = None  # why the run decided nothing: never a pass, whatever is allowed
     allow_unknown: bool = False
     fail_on_fixed: bool = False
 
     @property
     def passed(self) -> bool:
-        return not (self.new or (self.unknown and not self.allow_unknown) or (self.fixed and self.fail_on_fixed))
+        return not (self.nothing_checked or self.new or (self.unknown and not self.allow_unknown)
+                    or (self.fixed and self.fail_on_fixed))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -85,6 +101,6 @@ class Comparison:
         return tuple(c for c in self.cells if c.in_one_run)
 
 
-def verdict_of(result: Result | None) -> tuple[str, tuple[str, ...]] | None:
-    """What a comparison compares: the outcome and the broken guarantees."""
-    return None if result is None else (result.outcome, tuple(sorted(result.guarantees)))
+def verdict_of(result: Result | None) -> tuple[str, str | None, tuple[str, ...]] | None:
+    """What a comparison compares: the outcome, an unknown's kind, and the broken guarantees."""
+    return None if result is None else (result.outcome, result.reason_kind, tuple(sorted(result.guarantees)))

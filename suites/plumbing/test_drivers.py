@@ -109,9 +109,9 @@ def test_a_crash_is_its_own_verdict_with_its_history_and_the_run_goes_on(tmp_pat
     crashed = outcomes.pop(("individual_ack", "Exclusive"))
     assert crashed["outcome"] == "unknown" and not crashed["violations"]
     assert crashed["reason"].startswith("client crashed: model ") and "SIGSEGV (signal 11)" in crashed["reason"]
-    assert "dying by segv on op 40" in crashed["reason"]
+    assert "dying by segv on op 40" in crashed["reason"] and crashed["reason_kind"] == "client crashed"
     skipped = {k: r for k, r in outcomes.items() if k[0] == "seek"}
-    assert {r["outcome"] for r in skipped.values()} == {"skipped"} and len(skipped) == 3
+    assert {r["outcome"] for r in skipped.values()} == {"not applicable"} and len(skipped) == 3
     assert all("not applicable for client model" in r["reason"] and "seek_by_id" in r["reason"]
                for r in skipped.values())
     assert {r["outcome"] for k, r in outcomes.items() if k[0] == "individual_ack"} == {"passed"}

@@ -15,6 +15,7 @@ from model import ops as o
 from model.spec import Spec, SubscriptionType
 from reports.failures import write_failure
 from reports.results import FAILED, Result, Summary, ReportedViolation, write_summary
+from reports.vocabulary import UNKNOWN, kind_of_reason
 
 SHARED = Spec(subscription_type=SubscriptionType.SHARED, nack_delay_ms=100)
 EXCLUSIVE = SHARED.with_(subscription_type=SubscriptionType.EXCLUSIVE)
@@ -24,11 +25,16 @@ LOSING_PROGRAM = (o.Send(), o.Send(), o.Send(), o.Subscribe(consumer="c0"), o.Re
 
 def result(area: str, spec_id: str, outcome: str, *, guarantee: str | None = None, detail: str = "it happened",
            reason: str | None = None, failure: str | None = None, examples: int | None = 10,
-           steps: int | None = 120, can_break: tuple[str, ...] | None = None) -> Result:
-    violations = (ReportedViolation(guarantee=guarantee, detail=detail, failure=failure),) if guarantee else ()
+           steps: int | None = 120, can_break: tuple[str, ...] | None = None, reason_kind: str | None = None,
+           signature: dict | None = None) -> Result:
+    """One cell; an unknown one without a `reason_kind` gets the kind its reason's text says."""
+    violations = ((ReportedViolation(guarantee=guarantee, detail=detail, failure=failure, signature=signature),)
+                  if guarantee else ())
+    if outcome == UNKNOWN and reason_kind is None:
+        reason_kind = kind_of_reason(reason)
     return Result(nodeid=f"suites/conformance/test_{area}.py::test_{area}[{spec_id}]", area=area, spec_id=spec_id,
                   outcome=outcome, target="pulsar", subscription_type=spec_id.split("-")[0], violations=violations,
-                  reason=reason, examples=examples, steps=steps, can_break=can_break)
+                  reason=reason, reason_kind=reason_kind, examples=examples, steps=steps, can_break=can_break)
 
 
 def summary(*results: Result, target: str = "pulsar", version: str | None = "4.0.7") -> Summary:

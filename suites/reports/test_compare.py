@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from reports import compare
 from suites.reports.samples import result, save, summary
@@ -11,12 +12,12 @@ A = summary(result("individual_ack", "Shared", "passed"),
             result("individual_ack", "Exclusive", "failed", guarantee="no-loss"),
             result("negative_ack", "Shared", "passed"),
             result("seek", "Shared", "failed", guarantee="no-loss"),
-            result("cumulative_ack", "Exclusive", "skipped", reason="not on this target"), version="4.0.7")
+            result("cumulative_ack", "Exclusive", "not applicable", reason="not on this target"), version="4.0.7")
 B = summary(result("individual_ack", "Shared", "failed", guarantee="no-loss"),
             result("individual_ack", "Exclusive", "failed", guarantee="no-loss", examples=3, steps=9),
             result("negative_ack", "Shared", "unknown", reason="time limit"),
             result("seek", "Shared", "failed", guarantee="order"),
-            result("cumulative_ack", "Exclusive", "skipped", reason="not on this target"),
+            result("cumulative_ack", "Exclusive", "not applicable", reason="not on this target"),
             result("batches", "Shared", "passed"), version="4.2.4")
 DIFFERING = {("individual_ack", "Shared"), ("negative_ack", "Shared"), ("seek", "Shared")}
 
@@ -35,7 +36,7 @@ def test_identical_verdicts_do_not_differ_whatever_the_counts():
 
 def test_the_page_marks_the_differing_cells(tmp_path):
     page = compare.render_html(compare.compare(A, B))
-    assert len(re.findall(r'<td class="[a-z]+ differs"', page)) == len(DIFFERING)
+    assert len(re.findall(r'<td class="[a-z -]+ differs"', page)) == len(DIFFERING)
     assert "3 of 6 cells differ" in page and "1 run by one side only" in page
     assert "seek [Shared]</b>: 4.0.7 failed: no-loss, 4.2.4 failed: order" in page
     assert "batches [Shared]</b>: 4.0.7 not run, 4.2.4 passed" in page
@@ -62,3 +63,31 @@ def test_a_malformed_summary_is_a_clear_error(tmp_path, capsys):
     (tmp_path / "bad.json").write_text("{}")
     assert compare.main([str(tmp_path / "bad.json"), str(tmp_path / "bad.json"), "--out", str(tmp_path)]) == 2
     assert "not a conformance summary" in capsys.readouterr().err
+
+
+def with_client(run, name: str, version: str):
+    return replace(run, run={**run.run, "client": {"name": name, "version": version, "pulsar-client": "3.13.0"}})
+
+
+def test_two_clients_on_one_broker_compare_as_two_versions_do(tmp_path, capsys):
+    crashed = result("negative_ack", "Shared", "unknown", reason="client crashed: java 4.0.7 exited with code 134",
+                     reason_kind="client crashed")
+    python = with_client(summary(result("negative_ack", "Shared", "passed"), result("seek", "Shared", "passed")),
+                         "python", "3.13.0")
+    java = with_client(summary(crashed, result("seek", "Shared", "passed")), "java", "4.0.7")
+    comparison = compare.compare(python, java)
+    assert comparison.labels == ("python 3.13.0", "java 4.0.7")  # the broker is the same: the clients name the runs
+    assert [(c.area, c.spec_id) for c in comparison.differing] == [("negative_ack", "Shared")]
+    a, b = save(tmp_path / "a", python), save(tmp_path / "b", java)
+    assert compare.main([str(a), str(b), "--out", str(tmp_path / "out")]) == 0
+    markdown = capsys.readouterr().out
+    assert "- **python 3.13.0**: target `pulsar` · Pulsar 4.0.7 (embedded broker) · client python 3.13.0" in markdown
+    assert "| negative_ack | Shared | ✅ | ❔ client crashed |" in markdown
+    page = (tmp_path / "out" / "compare.html").read_text()
+    assert '<td class="unknown k-client-crashed differs">' in page and "java 4.0.7: ? unknown: client crashed" in page
+
+
+def test_an_unknown_of_another_kind_is_a_difference():
+    timed_out = summary(result("seek", "Shared", "unknown", reason="the test raised TimeoutError"))
+    refused = summary(result("seek", "Shared", "unknown", reason="the test raised ConnectError: Connection refused"))
+    assert len(compare.compare(timed_out, refused).differing) == 1

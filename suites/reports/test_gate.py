@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from reports import gate
-from reports.gate import BASELINE_SCHEMA
+from reports.baseline import SCHEMA as BASELINE_SCHEMA
 from suites.reports.samples import result, save, summary
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -71,9 +71,24 @@ def test_unknown_is_shown_as_unknown_and_fails_unless_allowed(tmp_path):
     code, text = run_gate(tmp_path, summary(undecided, result("seek", "Shared", "passed")))
     assert code == 1
     assert "1 unknown" in text and "the check could not decide" in text and "passed" not in text.split("\n")[0]
-    code, text = run_gate(tmp_path, summary(undecided), args=("--allow-unknown",))
+    code, text = run_gate(tmp_path, summary(undecided, result("seek", "Shared", "passed")), args=("--allow-unknown",))
     assert code == 0
-    assert "allowed by --allow-unknown" in text
+    assert "allowed by --allow-unknown" in text and "*solver limit*" in text
+
+
+@pytest.mark.parametrize("cells, why", [
+    ((result("seek", "Shared", "unknown", reason="the test raised ConnectError: Connection refused"),
+      result("zero_queue", "Shared", "not applicable", reason="the client lacks receiver_queue_0")),
+     "no cell passed or failed (1 unknown, 1 not applicable)"),
+    ((result("seek", "Shared", "passed", examples=0, steps=0), result("seek", "Exclusive", "passed", examples=0)),
+     "the 2 decided cell(s) ran 0 programs"),
+    ((result("seek", "Shared", "unknown", reason="setup of the test raised UsageError: --target 'x:y': cannot "
+                                                 "import 'x'"),), "no cell passed or failed (1 unknown)"),
+], ids=["unknown-and-not-applicable", "no-program", "target-never-loaded"])
+def test_a_run_that_checked_nothing_fails_even_with_allow_unknown(tmp_path, cells, why):
+    code, text = run_gate(tmp_path, summary(*cells), args=("--allow-unknown",))
+    assert code == 1
+    assert "Conformance gate: ❌ failed" in text and "**Nothing was checked**" in text and why in text
 
 
 def test_an_entry_for_another_target_does_not_apply(tmp_path):

@@ -10,7 +10,8 @@ import re
 from model.guarantees import Guarantee
 from reports import html
 from reports.markdown import summary_markdown
-from reports.results import FAILED, NOT_RUN, PASSED, SKIPPED, UNKNOWN, guarantee_cell, guarantee_view, load_summary
+from reports.results import NOT_RUN, guarantee_cell, guarantee_view, load_summary
+from reports.vocabulary import FAILED, NOT_APPLICABLE, PASSED, UNKNOWN
 from suites.reports.samples import result, save, summary
 
 CAN = ("no-loss", "order", "cursor", "no-redelivery-after-ack")
@@ -21,8 +22,9 @@ RUN = summary(
     result("seek", "Shared", UNKNOWN, reason="the test raised TimeoutError: broker gone",
            can_break=("no-loss", "no-redelivery-after-ack")),
     result("seek", "Exclusive", PASSED, can_break=("no-loss", "no-redelivery-after-ack")),
-    result("ack_timeout", "Shared", SKIPPED, reason="slow", can_break=("no-duplicate-without-cause", "order")),
-    result("key_shared", "Key_Shared", SKIPPED, reason="not on this target", can_break=("key-shared-stickiness",)))
+    result("ack_timeout", "Shared", NOT_APPLICABLE, reason="slow", can_break=("no-duplicate-without-cause", "order")),
+    result("key_shared", "Key_Shared", NOT_APPLICABLE, reason="not on this target",
+           can_break=("key-shared-stickiness",)))
 
 
 def outcomes(run=RUN) -> dict[str, dict[str, str]]:
@@ -45,11 +47,12 @@ def test_a_cell_passes_only_when_every_test_that_can_break_it_passed():
     view = outcomes()
     assert view["cursor"]["Shared"] == PASSED  # only individual_ack can break it there
     assert view["no-loss"]["Shared"] == UNKNOWN  # individual_ack passed, seek is unknown
-    assert guarantee_cell(RUN, "no-loss", "Shared").reasons == ("seek: the test raised TimeoutError: broker gone",)
+    assert guarantee_cell(RUN, "no-loss", "Shared").reasons == (
+        "seek: timed out: the test raised TimeoutError: broker gone",)  # the unknown's kind, then its reason
     assert view["no-redelivery-after-ack"]["Exclusive"] == UNKNOWN  # individual_ack stopped on no-loss, seek passed
-    assert view["order"]["Shared"] == PASSED  # ack_timeout skipped: listed, not a failure
-    assert guarantee_cell(RUN, "order", "Shared").reasons == ("ack_timeout: skipped, slow",)
-    assert view["key-shared-stickiness"] == {"Key_Shared": SKIPPED}
+    assert view["order"]["Shared"] == PASSED  # ack_timeout not applicable: listed, not a failure
+    assert guarantee_cell(RUN, "order", "Shared").reasons == ("ack_timeout: not applicable, slow",)
+    assert view["key-shared-stickiness"] == {"Key_Shared": NOT_APPLICABLE}
     assert guarantee_cell(RUN, "dead-letter", "Shared").outcome == NOT_RUN
     assert list(view) == [g.value for g in Guarantee]  # every guarantee has its row, run or not
 
@@ -65,7 +68,7 @@ def test_summary_json_holds_the_view_and_reads_back(tmp_path):
     raw = json.loads(path.read_text())
     assert raw["guarantee_matrix"]["no-loss"]["Exclusive"]["failures"] == [
         {"area": "individual_ack", "guarantee": "no-loss", "detail": "m2 never came",
-         "failure": "individual_ack-Exclusive", "undecided": False}]
+         "failure": "individual_ack-Exclusive", "undecided": False, "signature": None}]
     assert raw["guarantee_matrix"]["dead-letter"] == {}
     assert set(raw) >= {"matrix", "totals", "results", "run"}  # the area view's keys stay for old readers
     assert load_summary(path) == RUN

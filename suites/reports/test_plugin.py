@@ -3,7 +3,8 @@
 The fake suite has the real suite's shape (suites/conformance/test_<area>.py, parametrized by spec
 id, a `target` fixture) and one test per outcome: a pass, a real conformance failure of the faulty
 target that loses its third message, an undecided check, an error that is not a conformance
-failure, a skip, and two failures at once (Hypothesis reports them as an ExceptionGroup).
+failure, a skip, two failures at once (Hypothesis reports them as an ExceptionGroup), and a client
+whose driver died (what fixtures/targets/driver_target.py's ClientCrashed carries).
 """
 
 from __future__ import annotations
@@ -102,6 +103,29 @@ def test_batches(spec, target):
         ConformanceFailure(Violation(guarantee=Guarantee.NO_PHANTOM, detail="m9 was never sent"), history, spec)])
 '''
 
+CONSUMER_CLOSE = '''
+import pytest
+
+from model import ops as o
+from model.spec import Spec
+
+
+class Crashed(AssertionError):  # the fields of fixtures.targets.driver_target.ClientCrashed
+    crashed_client = True
+
+    def __init__(self, spec):
+        self.client, self.reason, self.spec = "python 3.13.0", "was killed by SIGSEGV (signal 11) during receive", spec
+        self.stderr = "connecting\\nConsumerImpl: message listener\\nSegmentation fault (core dumped)\\n"
+        self.history = ((o.Send(), o.ok((o.MessageId(0),), at=0)),)
+        self.source = "print('replay')\\n"
+        super().__init__("client crashed")
+
+
+@pytest.mark.parametrize("spec", [Spec()], ids=["Shared"])
+def test_consumer_close(spec, target):
+    raise Crashed(spec)
+'''
+
 OTHER = '''
 def test_not_a_conformance_test():
     assert True
@@ -110,7 +134,8 @@ def test_not_a_conformance_test():
 
 def make_project(folder: Path) -> Path:
     files = {"conftest.py": CONFTEST, "suites/conformance/test_individual_ack.py": INDIVIDUAL_ACK,
-             "suites/conformance/test_batches.py": BATCHES, "other/test_other.py": OTHER}
+             "suites/conformance/test_batches.py": BATCHES,
+             "suites/conformance/test_consumer_close.py": CONSUMER_CLOSE, "other/test_other.py": OTHER}
     for name, text in files.items():
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
         (folder / name).write_text(textwrap.dedent(text))
@@ -146,12 +171,12 @@ def test_the_summary_has_one_cell_per_area_and_spec_with_its_outcome(finished):
     summary = json.loads((folder / "summary.json").read_text())
     cells = summary["matrix"]
     assert {area: {s: c["outcome"] for s, c in row.items()} for area, row in cells.items()} == {
-        "individual_ack": {"Exclusive": "failed", "Failover": "unknown", "Shared": "passed", "Shared-dlq1": "skipped",
-                           "Key_Shared": "unknown"},
-        "batches": {"Shared": "failed"}}
+        "individual_ack": {"Exclusive": "failed", "Failover": "unknown", "Shared": "passed",
+                           "Shared-dlq1": "not applicable", "Key_Shared": "unknown"},
+        "batches": {"Shared": "failed"}, "consumer_close": {"Shared": "unknown"}}
     assert cells["individual_ack"]["Exclusive"]["guarantees"] == ["no-loss"]
     assert cells["batches"]["Shared"]["guarantees"] == ["no-phantom", "order"]
-    assert summary["totals"] == {"passed": 1, "failed": 2, "unknown": 2, "skipped": 1}
+    assert summary["totals"] == {"passed": 1, "failed": 2, "unknown": 3, "not applicable": 1}
     assert summary["run"]["target"] == "fixtures.targets.faulty:LosesAMessage"
 
 
@@ -169,10 +194,12 @@ def test_the_guarantees_a_test_can_break_come_from_its_guarantee_marks(finished)
                                                            "detail": view["no-loss"]["Exclusive"]["failures"][0][
                                                                "detail"],
                                                            "failure": "individual_ack-Exclusive",
-                                                           "undecided": False}]}}
+                                                           "undecided": False, "signature": {
+                                                               "detail": "drained every consumer, yet m# never came",
+                                                               "program": "send×3 subscribe receive+"}}]}}
 
 
-def test_unknown_and_skipped_cells_say_why(finished):
+def test_unknown_and_not_applicable_cells_say_why(finished):
     folder, _ = finished
     results = {r["spec_id"]: r for r in json.loads((folder / "summary.json").read_text())["results"]
                if r["area"] == "individual_ack"}
@@ -181,6 +208,23 @@ def test_unknown_and_skipped_cells_say_why(finished):
     assert "could not decide" in results["Failover"]["reason"]
     assert results["Failover"]["violations"][0]["undecided"] is True
     assert results["Shared-dlq1"]["reason"] == "not on this target"
+    assert {s: r["reason_kind"] for s, r in results.items()} == {
+        "Exclusive": None, "Failover": "solver limit", "Shared": None, "Shared-dlq1": None,
+        "Key_Shared": "harness error"}
+
+
+def test_a_crashed_client_is_unknown_of_its_own_kind_named_with_its_signal_and_stderr(finished):
+    folder, _ = finished
+    summary = json.loads((folder / "summary.json").read_text())
+    crashed = next(r for r in summary["results"] if r["area"] == "consumer_close")
+    assert (crashed["outcome"], crashed["reason_kind"], crashed["violations"]) == ("unknown", "client crashed", [])
+    assert crashed["reason"] == ("client crashed: python 3.13.0 was killed by SIGSEGV (signal 11) during receive "
+                                 "(stderr: connecting | ConsumerImpl: message listener | Segmentation fault (core "
+                                 "dumped)); history in failures/consumer_close-Shared-client-crashed.jsonl")
+    assert summary["unknown_kinds"] == {"client crashed": 1, "harness error": 1, "solver limit": 1}
+    assert "| consumer_close |  |  | ❔ client crashed |  |  | 0 / 0 |" in (folder / "summary.md").read_text()
+    page = (folder / "report.html").read_text()
+    assert re.search(r'<td class="unknown k-client-crashed" title="[^"]*SIGSEGV[^"]*">\? client crashed', page)
 
 
 def test_programs_and_ops_are_counted_on_the_target(finished):
@@ -196,7 +240,8 @@ def test_the_failing_history_is_written_with_its_reproduction_and_replays_to_the
     assert not (failures / "old-failure.jsonl").exists()  # the last run's leftovers are gone
     assert sorted(p.name for p in failures.iterdir()) == sorted(
         f"{stem}{suffix}" for stem in ("individual_ack-Exclusive", "batches-Shared", "batches-Shared-2",
-                                       "individual_ack-Failover") for suffix in (".jsonl", ".py", ".expect.json"))
+                                       "individual_ack-Failover", "consumer_close-Shared-client-crashed")
+        for suffix in (".jsonl", ".py", ".expect.json"))
     assert len((failures / "individual_ack-Exclusive.jsonl").read_text().splitlines()) == 7
     assert "replay('fixtures.targets.faulty:LosesAMessage'" in (failures / "individual_ack-Exclusive.py").read_text()
     stored = load(failures / "individual_ack-Exclusive.jsonl")
@@ -207,7 +252,7 @@ def test_the_failing_history_is_written_with_its_reproduction_and_replays_to_the
 def test_markdown_html_junit_and_allure_land_in_the_reports_folder(finished):
     folder, done = finished
     markdown = (folder / "summary.md").read_text()
-    assert "| individual_ack | ❌ no-loss | ❔ unknown | ✅ | ⏭️ | ❔ unknown |" in markdown
+    assert "| individual_ack | ❌ no-loss | ❔ solver limit | ✅ | ➖ n/a | ❔ harness error |" in markdown
     page = (folder / "report.html").read_text()
     assert "<svg" in page and not re.search(r"https?://", page)
     assert 'testsuite name="pytest"' in (folder / "junit.xml").read_text()

@@ -1,0 +1,129 @@
+"""The baseline: divergences a project accepts, read by the gate and written by `accept`.
+
+An entry accepts one divergence: a guarantee broken in one cell (area, spec id), with the
+signature of what was seen (reports/signatures.py), so that another fault breaking the same
+guarantee in the same cell is new. Entries are added from a run's summary, never typed by hand:
+
+    python -m reports.gate accept seek Exclusive no-loss --reason "..." --evidence "..." \\
+        --results reports/out/summary.json --baseline reports/baseline.json
+
+which checks that this run failed that cell on that guarantee (a typo in the area or the spec id
+is an error that lists what the run has) and records the failure's signature and the run's
+target. An entry written before signatures (none) still matches on area, spec id and guarantee
+alone; the gate warns and suggests re-accepting it, which replaces it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from dataclasses import asdict, replace
+from pathlib import Path
+
+from model.guarantees import Guarantee
+from reports.results import InputError, Summary, read_json
+from reports.signatures import PARTS, signature
+from reports.verdicts import Accepted, Baseline
+from reports.vocabulary import FAILED
+
+SCHEMA = "pulsar-ack-conformance/baseline/1"
+REQUIRED = ("area", "spec_id", "guarantee", "reason", "evidence")
+OPTIONAL = ("target", "signature")
+
+
+def load_baseline(path: Path) -> Baseline:
+    where = f"baseline {path}"
+    raw = read_json(Path(path), "baseline")
+    if not isinstance(raw, dict) or raw.get("schema") != SCHEMA:
+        raise InputError(f"{where}: not a baseline (expected \"schema\": \"{SCHEMA}\")")
+    extra = sorted(set(raw) - {"schema", "description", "accepted"})
+    if extra:
+        raise InputError(f"{where}: unknown top-level fields {extra} (allowed: schema, description, accepted)")
+    if not isinstance(raw.get("accepted"), list):
+        raise InputError(f"{where}: \"accepted\" must be a list of entries (it may be empty)")
+    entries = tuple(_entry(item, f"{where}: accepted[{i}]") for i, item in enumerate(raw["accepted"]))
+    keys = [_key(e) for e in entries]
+    twice = sorted({f"{k[0]} [{k[1]}] {k[2]}" for k in keys if keys.count(k) > 1})
+    if twice:
+        raise InputError(f"{where}: accepted more than once: {', '.join(twice)}")
+    return Baseline(accepted=entries, description=str(raw.get("description") or ""))
+
+
+def _key(entry: Accepted) -> tuple:
+    return entry.area, entry.spec_id, entry.guarantee, entry.target, tuple(sorted((entry.signature or {}).items()))
+
+
+def _entry(item: object, where: str) -> Accepted:
+    if not isinstance(item, dict):
+        raise InputError(f"{where}: expected an object with {', '.join(REQUIRED)}")
+    unknown = sorted(set(item) - set(REQUIRED) - set(OPTIONAL))
+    missing = [name for name in REQUIRED if not (isinstance(item.get(name), str) and item[name].strip())]
+    if unknown or missing:
+        raise InputError(f"{where}: " + "; ".join(
+            ([f"unknown fields {unknown}"] if unknown else []) + ([f"missing or empty {missing}"] if missing else [])))
+    if item["guarantee"] not in {g.value for g in Guarantee}:
+        raise InputError(f"{where}: unknown guarantee {item['guarantee']!r} "
+                         f"(one of {', '.join(g.value for g in Guarantee)})")
+    if "target" in item and not isinstance(item["target"], str):
+        raise InputError(f"{where}: \"target\" must be text (a --target value)")
+    found = item.get("signature")
+    if found is not None and not (isinstance(found, dict) and found and set(found) <= set(PARTS)
+                                  and all(isinstance(v, str) for v in found.values())):
+        raise InputError(f"{where}: \"signature\" must be an object with text parts among {', '.join(PARTS)}")
+    return Accepted(**item)
+
+
+def to_json(baseline: Baseline) -> dict:
+    entries = [{k: v for k, v in asdict(e).items() if v is not None} for e in baseline.accepted]
+    return {"schema": SCHEMA, "description": baseline.description, "accepted": entries}
+
+
+def write_baseline(baseline: Baseline, path: Path) -> None:
+    Path(path).write_text(json.dumps(to_json(baseline), indent=2, ensure_ascii=False) + "\n")
+
+
+def accept(summary: Summary, baseline: Baseline, *, area: str, spec_id: str, guarantee: str, reason: str,
+           evidence: str, target: str | None, parts: tuple[str, ...] = PARTS) -> tuple[Baseline, Accepted]:
+    """`baseline` with the failure of `guarantee` in this run's cell accepted (an entry it replaces:
+    `_replaced_by`)."""
+    if not (reason.strip() and evidence.strip()):
+        raise InputError("accept: --reason and --evidence must not be empty")
+    violation = _failure_in(summary, area, spec_id, guarantee)
+    found = violation.signature or signature(violation.detail)
+    chosen = {part: found[part] for part in parts if part in found}
+    entry = Accepted(area=area, spec_id=spec_id, guarantee=guarantee, reason=reason, evidence=evidence,
+                     target=target, signature=chosen or None)
+    kept = tuple(e for e in baseline.accepted if not _replaced_by(e, entry))
+    return replace(baseline, accepted=kept + (entry,)), entry
+
+
+def _replaced_by(old: Accepted, new: Accepted) -> bool:
+    """An entry of the same cell and guarantee without a signature (for this target or any), or the same one."""
+    if (old.area, old.spec_id, old.guarantee) != (new.area, new.spec_id, new.guarantee):
+        return False
+    return (old.signature is None and old.target in (None, new.target)) or _key(old) == _key(new)
+
+
+def _failure_in(summary: Summary, area: str, spec_id: str, guarantee: str):
+    areas = summary.areas()
+    if area not in areas:
+        raise InputError(f"accept: no area {area!r} in this run{_suggest(area, areas)} (areas: {', '.join(areas)})")
+    spec_ids = [r.spec_id for r in summary.results if r.area == area]
+    result = summary.result(area, spec_id)
+    if result is None:
+        raise InputError(f"accept: {area} has no spec id {spec_id!r} in this run{_suggest(spec_id, spec_ids)} "
+                         f"(spec ids: {', '.join(spec_ids)})")
+    if result.outcome != FAILED:
+        raise InputError(f"accept: {area} [{spec_id}] did not fail in this run ({result.verdict()}): "
+                         "only a failure can be accepted")
+    violation = next((v for v in result.violations if v.guarantee == guarantee and not v.undecided), None)
+    if violation is None:
+        broken = sorted(result.guarantees)
+        raise InputError(f"accept: {area} [{spec_id}] did not break {guarantee!r} in this run"
+                         f"{_suggest(guarantee, broken)} (it broke {', '.join(broken)})")
+    return violation
+
+
+def _suggest(word: str, known: list[str]) -> str:
+    close = difflib.get_close_matches(word, known, n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""

@@ -1,0 +1,59 @@
+"""The signature of a divergence: what a baseline accepted, so that a new bug cannot hide behind it.
+
+A baseline entry names a cell (area, spec id) and a guarantee; many faults break the same
+guarantee in the same cell ("m1 never came" and "m2 never came" are both no-loss on seek
+[Exclusive]). The signature says which one was accepted, in two parts:
+
+- `detail`: the class of the violation's detail, its text with message ids, consumer names and
+  numbers normalised away ("c0 received m2.2 after m3" -> "c# received m# after m#");
+- `program`: the shape of the shrunk program, its op kinds in order with repeats counted
+  ("send×3 subscribe receive+"). A receive or a tick is counted only as "one or more" (`+`): how
+  many a drain or a wait takes depends on timing, not on the fault.
+
+A failure matches an entry when every part the entry has equals the failure's; a part the failure
+did not record (a summary older than signatures has no program shape) does not match.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+PARTS = ("detail", "program")
+TIMED_KINDS = frozenset({"receive", "tick"})  # their count follows the clock, not the fault
+_MESSAGE = re.compile(r"\bm\d+(?:\.\d+)?\b")
+_CONSUMER = re.compile(r"\bc\d+\b")
+_NUMBER = re.compile(r"\d+")
+
+
+def detail_class(detail: str) -> str:
+    """The detail with message ids (`m#`), consumer names (`c#`) and other numbers (`#`) normalised."""
+    text = _MESSAGE.sub("m#", " ".join(str(detail).split()))
+    return _NUMBER.sub("#", _CONSUMER.sub("c#", text))
+
+
+def program_shape(kinds: Iterable[str]) -> str:
+    """`send×3 subscribe receive+`: the op kinds in order, a run of one kind counted."""
+    runs: list[list] = []
+    for kind in kinds:
+        if runs and runs[-1][0] == kind:
+            runs[-1][1] += 1
+        else:
+            runs.append([kind, 1])
+    return " ".join(kind + ("+" if kind in TIMED_KINDS else f"×{n}" if n > 1 else "") for kind, n in runs)
+
+
+def signature(detail: str, kinds: Iterable[str] | None = None) -> dict[str, str]:
+    """The signature of a violation with this detail, found by a program of these op kinds."""
+    found = {"detail": detail_class(detail)}
+    if kinds is not None:
+        found["program"] = program_shape(kinds)
+    return found
+
+
+def differences(accepted: dict[str, str], found: dict[str, str] | None) -> list[str]:
+    """The parts of an accepted signature a failure does not match, each said in words (empty: it matches)."""
+    found = found or {}
+    return [f"{part} is `{found[part]}`, accepted `{value}`" if part in found
+            else f"{part} was not recorded by this run, accepted `{value}`"
+            for part, value in accepted.items() if found.get(part) != value]

@@ -41,6 +41,9 @@ def step(state: State, op: o.Op, completion: o.Completion) -> Result:
     transition = _TRANSITIONS.get(type(op))
     if transition is None:
         raise TypeError(f"unknown op {op!r}")
+    if transition is negative_acknowledge:
+        # The nack's timer starts when it is called: no earlier than the last completion.
+        return negative_acknowledge(_advance_clock(state, completion.at), op, completion, invoked=state.now)
     return transition(_advance_clock(state, completion.at), op, completion)
 
 

@@ -24,13 +24,20 @@ from model.state import ACKED, AVAILABLE, HELD, Message, State, replace_messages
 from model.violations import Result
 
 
-def negative_acknowledge(state: State, op: o.NegativeAcknowledge, completion: o.Completion) -> Result:
+def negative_acknowledge(state: State, op: o.NegativeAcknowledge, completion: o.Completion, *,
+                         invoked: int | None = None) -> Result:
+    """`invoked`: the earliest the nack can have been called, the previous op's completion (a
+    history stamps an op when its reply comes back). The client's tracker takes the due time when
+    the nack is called (C++ NegativeAcksTracker::add: now + delay, trimmed to 2^8 ns), so the
+    window opens the nack delay after that, and a reply that comes back late does not move it
+    (shown by test_fidelity_nack_timing::test_a_nack_replied_late_comes_back_sooner_after_its_reply_than_the_delay)."""
     message = state.message(op.message)
     if message is None or state.consumer(op.consumer) is None:
         raise ValueError(f"nack of {op.message} on {op.consumer}: the program is malformed")
+    invoked = completion.at if invoked is None else min(invoked, completion.at)
     if state.spec.subscription_type.single_active_consumer:
         # "We cannot redeliver single messages if subscription type is not Shared": a full rewind.
-        return redeliver(state, op.consumer, completion.at, window=state.spec.nack_window_ms)
+        return redeliver(state, op.consumer, completion.at, window=state.spec.nack_window_ms, invoked=invoked)
     lo, hi = state.spec.nack_window_ms
     entry_mates = state.entry_messages(message.id.entry)
     # A nack redelivers the whole batch entry (NegativeAcksTracker.add), less the indexes the broker
@@ -47,7 +54,7 @@ def negative_acknowledge(state: State, op: o.NegativeAcknowledge, completion: o.
                                               count_hi=target.count_hi + 1,
                                               extra_deliveries=target.extra_deliveries + 1)
         elif target.status is HELD and target.holder == op.consumer:
-            changed[target.id] = requested(state, target, completion.at + lo, completion.at + hi)
+            changed[target.id] = requested(state, target, invoked + lo, completion.at + hi)
         elif not (target.status is ACKED and target.ack_confirmed):
             # The broker counts redeliveries per entry: the whole batch comes back counted, but for
             # the indexes it has as acked; an ack it may not have yet may come back (shown by
@@ -73,7 +80,7 @@ def requested(state: State, message: Message, earliest: int, latest: int) -> Mes
         # broker-nack-of-a-stale-copy-is-ignored.redelivery_count_and_dead_letter-Shared).
         return message.with_(extra_deliveries=message.extra_deliveries + 1, count_hi=message.count_hi + bump)
     if dead_letter is True:
-        if earliest > state.now:
+        if latest > state.now:
             # A nack or an ack timeout: the client dead-letters when its timer fires, and a close
             # before that drops the timer (shown by history
             # broker-nack-dead-letter-dropped-by-close.redelivery_count_and_dead_letter-Shared-dlq1).
@@ -114,17 +121,20 @@ def goes_to_dead_letter(state: State, message: Message, *, held_count: int | Non
     return None if message.count_hi >= limit else False
 
 
-def redeliver(state: State, consumer: str, at: int, *, window: tuple[int, int]) -> State:
+def redeliver(state: State, consumer: str, at: int, *, window: tuple[int, int], invoked: int | None = None) -> State:
     """Redeliver everything `consumer` holds unacknowledged (redeliverUnacknowledgedMessages);
-    on Exclusive/Failover the broker rewinds the cursor, so unconfirmed acks may come back too."""
+    on Exclusive/Failover the broker rewinds the cursor, so unconfirmed acks may come back too.
+    The redelivery lands within `window` of the call: after `invoked` + its start (the earliest the
+    call was made; `at`, its completion, by default), by `at` + its end."""
     lo, hi = window
+    invoked = at if invoked is None else invoked
     rewind = state.spec.subscription_type.single_active_consumer
     tracked = state.spec.subscription_type.tracks_redelivery_count
     limit = state.spec.max_redeliver_count if tracked else None
     changed = {}
     for message in state.messages:
         if message.status is HELD and message.holder == consumer:
-            asked = requested(state, message, at + lo, at + hi)
+            asked = requested(state, message, invoked + lo, at + hi)
             if message.redelivery_from is not None and asked.status is HELD:
                 # A second request before the first landed: both may deliver it (a rewind each),
                 # the first copy with the first request's count (shown by history
@@ -162,7 +172,7 @@ def redeliver(state: State, consumer: str, at: int, *, window: tuple[int, int]) 
                               counted=True)
     if not rewind:
         return state
-    landing = (at + lo, at + hi)
+    landing = (invoked + lo, at + hi)
     if state.rewind_window is not None:
         landing = (min(landing[0], state.rewind_window[0]), max(landing[1], state.rewind_window[1]))
     return unstall(state).with_(cursor=cur.rewind(state.cursor), rewind_window=landing, rewinds=state.rewinds + 1)

@@ -21,8 +21,19 @@ EXCLUSIVE = Spec(subscription_type=SubscriptionType.EXCLUSIVE, nack_delay_ms=200
 m = o.MessageId
 
 
+_RECORDING = []  # the test's `observed` wrapper: each program is kept as an observation of the broker
+
+
+@pytest.fixture(autouse=True)
+def _recorded(observed):
+    _RECORDING[:] = [observed]
+    yield
+    _RECORDING.clear()
+
+
 def _program(pulsar_target, names, spec):
-    return Lockstep(pulsar_target, spec, names.topic().rsplit("/", 1)[1])
+    target = _RECORDING[0](pulsar_target) if _RECORDING else pulsar_target
+    return Lockstep(target, spec, names.topic().rsplit("/", 1)[1])
 
 
 def _publish(run, count):

@@ -15,7 +15,8 @@ import pytest
 from hypothesis import settings
 
 from drivers import wire
-from fixtures.targets.driver_target import MODEL_DRIVER, PYTHON_DRIVER, ClientCrashed, DriverProcess, DriverTarget
+from fixtures.targets.driver_target import (MODEL_DRIVER, PYTHON_DRIVER, ClientCrashed, DriverProcess, DriverTarget,
+                                           driver_command)
 from model import ops as o
 from model.spec import Spec
 from reports.failures import read_events
@@ -130,11 +131,12 @@ def test_a_crash_is_its_own_verdict_with_its_history_and_the_run_goes_on(tmp_pat
 
 
 def pytest_generate_tests(metafunc):
-    """The driver of `--client cmd:COMMAND` when given (a client author's), else the project's two."""
+    """The driver `--client` names when given (`cmd:COMMAND`, a client author's, or `java`), else
+    the project's two in Python."""
     if "driver_command" in metafunc.fixturenames:
         client = metafunc.config.getoption("client") or ""
-        if client.startswith("cmd:"):
-            metafunc.parametrize("driver_command", [client[4:]], ids=["given"])
+        if client.startswith("cmd:") or client == "java":
+            metafunc.parametrize("driver_command", [driver_command(client)], ids=[client if client == "java" else "given"])
         else:
             metafunc.parametrize("driver_command", [MODEL_DRIVER, PYTHON_DRIVER], ids=["model", "python"])
 

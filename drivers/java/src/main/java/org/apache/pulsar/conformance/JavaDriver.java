@@ -40,7 +40,7 @@ import org.apache.pulsar.client.impl.MultiplierRedeliveryBackoff;
 final class JavaDriver {
     static final List<String> OPS = List.of("send", "subscribe", "receive", "acknowledge", "acknowledge_cumulative",
             "negative_acknowledge", "redeliver_unacknowledged_messages", "close", "seek", "tick");
-    static final List<String> CAPABILITIES = List.of("ack_receipts", "nack_backoff", "ack_grouping_time",
+    static final List<String> CAPABILITIES = List.of("ack_receipts", "ack_grouping_time",
             "batch_index_ack", "receiver_queue_0", "ack_timeout", "dead_letter_policy", "redeliver_unacknowledged",
             "seek_by_id");
     static final int RECEIVE_TIMEOUT_MS = 100;  // a receive request without `ms`

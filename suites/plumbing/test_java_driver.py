@@ -2,7 +2,7 @@
 the handshake, a short program op for op as the Python driver answers it (payloads, positions,
 keys, the refusals by the Python client's names), and the ack receipts it declares: an ack with
 a receipt returns once the broker has it (`isAckReceiptEnabled`), one without may return before.
-KD-16 (a zero-queue Exclusive consumer that misses a rewind) is shown here too."""
+KD-17 (a zero-queue Exclusive consumer that misses a rewind) is shown here too."""
 
 from __future__ import annotations
 
@@ -86,8 +86,8 @@ def test_an_ack_with_a_receipt_returns_once_the_broker_has_it(pulsar_broker, rec
 
 
 @pytest.mark.slow
-def test_kd16_a_zero_queue_exclusive_java_consumer_can_miss_the_rewind_of_a_second_nack(java):
-    """KD-16, on pulsar-client (Java) 4.0.7: m0 received, nacked twice, a receive, nacked twice
+def test_kd17_a_zero_queue_exclusive_java_consumer_can_miss_the_rewind_of_a_second_nack(java):
+    """KD-17, on pulsar-client (Java) 4.0.7: m0 received, nacked twice, a receive, nacked twice
     more; the first rewind brings it back, the second never does while receives wait (the model
     owes it: no-loss). Seen in 4 of 10 runs; the Python client (C++ 4.2.0) brought it back in 10
     of 10. This test fails when the Java client stops losing it in 8 runs, so the entry is revisited."""
@@ -98,9 +98,9 @@ def test_kd16_a_zero_queue_exclusive_java_consumer_can_miss_the_rewind_of_a_seco
                o.Receive(consumer="c0", timeout_ms=10), nack, nack] + [o.Receive(consumer="c0", timeout_ms=100)] * 30
     lost = 0
     for run in range(8):
-        java.reset(spec, f"kd16-{run}-{time.monotonic_ns()}")
+        java.reset(spec, f"kd17-{run}-{time.monotonic_ns()}")
         history = [(op, java.invoke(op)) for op in program]
         violation = replay(spec, history, drained=True).verdict.violation
         assert violation is None or violation.detail == "drained every consumer, yet m0 never came", violation
         lost += violation is not None
-    assert lost > 0, "the Java client brought m0 back in 8 of 8 runs: KD-16 may be fixed"
+    assert lost > 0, "the Java client brought m0 back in 8 of 8 runs: KD-17 may be fixed"

@@ -146,7 +146,9 @@ def _cell(result: Result | None) -> str:
     if result is None:
         return "<td></td>"
     counts = (f"{result.examples} programs, {result.steps} ops" if result.examples is not None else "not counted")
-    tip = f"{result.nodeid}: {result.verdict()}; {counts}" + (f"; {result.reason}" if result.reason else "")
+    replays = "; ".join(f"{v.guarantee}: {v.replayed_text()}" for v in result.violations if v.replayed)
+    tip = (f"{result.nodeid}: {result.verdict()}; {counts}" + (f"; {result.reason}" if result.reason else "")
+           + (f"; {replays}" if replays else ""))
     text = MARK[result.outcome] + " " + (", ".join(sorted(result.guarantees)) if result.outcome == FAILED
                                          else result.reason_kind or result.outcome if result.outcome == UNKNOWN
                                          else result.outcome)
@@ -185,7 +187,9 @@ def _failure(result: Result, violation, failure: stored.StoredFailure | None, fa
              f"<p class=\"promise\">{escape(promise)}</p>" if promise else "",
              f"<p class=\"detail\">{escape(violation.detail)}</p>",
              f"<p>spec: {escape(result.spec or '?')} · target: <code>{escape(result.target or '?')}</code>"
-             + (" · <b>flaky</b>: did not fail again on replay" if result.flaky else "") + "</p>"]
+             + (" · <b>flaky</b>: did not fail again on replay" if result.flaky else "")
+             + (f" · <b class=\"replayed\">{escape(violation.replayed_text())}</b>" if violation.replayed else "")
+             + "</p>"]
     if failure is None:
         parts.append(f"<p>The history file {escape(failures_dir)}/{escape(stem)}.jsonl is missing.</p></article>")
         return "\n".join(parts)

@@ -112,7 +112,9 @@ def _failure_list(summary: Summary, failures_dir: str | None) -> list[str]:
                 files = (f" (history `{failures_dir}/{v.failure}.jsonl`, "
                          f"reproduce with `python {failures_dir}/{v.failure}.py`)")
             flaky = " (flaky: did not fail again on replay)" if r.flaky else ""
-            lines.append(f"- **{r.area} [{r.spec_id}]** broke `{v.guarantee}`{flaky}: {_inline(v.detail)}{files}")
+            replayed = f" ({v.replayed_text()})" if v.replayed else ""
+            lines.append(f"- **{r.area} [{r.spec_id}]** broke `{v.guarantee}`{flaky}{replayed}: "
+                         f"{_inline(v.detail)}{files}")
     return lines + [""]
 
 

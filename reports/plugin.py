@@ -20,7 +20,9 @@ the `target` fixture's `reset` and `invoke`). At the end of the session it write
 JUnit XML and allure results are pytest's (`--junitxml`) and allure's (`--alluredir`). When the run
 covers suites/conformance (or `--reports-dir` is given) and the user named neither, they default to
 `<reports-dir>/junit.xml` and `<reports-dir>/allure-results` (cleaned first); the histories of every
-program (`--histories`) follow the reports folder when left at their default. The verdict travels
+program (`--histories`) follow the reports folder when left at their default. With
+`--replay-failures N` each failing example is replayed N times on the test's own target as soon as
+it is found, and its violation records how often it reproduced (reports/replay_failures.py). The verdict travels
 on the test report (`report.conformance`), so it also reaches the controller under pytest-xdist.
 """
 
@@ -48,6 +50,7 @@ from reports.vocabulary import (CLIENT_CRASHED, FAILED, HARNESS_ERROR, INTERRUPT
                                 SOLVER_LIMIT, UNKNOWN, kind_of_error)
 
 REPORTS_DIR = "--reports-dir"
+REPLAY_FAILURES = "--replay-failures"
 DEFAULT_DIR = Path("reports/out")
 DEFAULT_HISTORIES = Path("reports/out/histories")  # the default of --histories (fixtures/options.py)
 RECORD = "conformance"  # the attribute on a TestReport that carries the verdict
@@ -64,6 +67,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                              f"and allure-results (default: {DEFAULT_DIR})")
     except ValueError:  # the group already declares it (it must then default to None, meaning reports/out)
         pass
+    group.addoption(REPLAY_FAILURES, type=int, default=0, metavar="N",
+                    help="replay each failing example N times on the same target when it is found, and report "
+                         "how often it reproduced (reports/replay_failures.py; default 0: not replayed)")
 
 
 @pytest.hookimpl(tryfirst=True)  # before junitxml's and allure's own pytest_configure read their options
@@ -217,12 +223,25 @@ class ConformanceReports:
             kinds = [OP_KINDS.get(type(op), type(op).__name__) for op, _ in failure.history]
             violations.append(asdict(ReportedViolation(
                 guarantee=failure.violation.guarantee.value, detail=failure.violation.detail, failure=stem,
-                undecided=bool(failure.violation.undecided), signature=signature(failure.violation.detail, kinds))))
+                undecided=bool(failure.violation.undecided), signature=signature(failure.violation.detail, kinds),
+                replayed=self._replayed(item, failure))))
         decided = any(not v["undecided"] for v in violations)
         return {"outcome": FAILED if decided else UNKNOWN, "violations": violations,
                 "flaky": type(error).__name__ in ("FlakyFailure", "Flaky"),
                 "reason_kind": None if decided else SOLVER_LIMIT,
                 "reason": None if decided else "the check could not decide (a solver or time limit)"}
+
+    def _replayed(self, item: pytest.Item, failure) -> dict | None:
+        """The failure's program replayed --replay-failures times on the test's own target, still live."""
+        times = self.config.getoption("replay_failures", 0) or 0
+        target = getattr(item, "funcargs", {}).get("target")
+        if times < 1 or target is None or failure.violation.undecided:
+            return None
+        from reports.replay_failures import replay_times
+
+        drained = stored.expectation_of(failure)["drained"]
+        return replay_times(getattr(target, "target", target), failure.spec, [op for op, _ in failure.history],
+                            guarantee=failure.violation.guarantee.value, drained=drained, times=times)
 
     def _crashed(self, item: pytest.Item, crash: BaseException) -> dict:
         """A client whose driver died (fixtures.targets.driver_target.ClientCrashed): never a pass,

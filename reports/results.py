@@ -41,6 +41,15 @@ class ReportedViolation:
     failure: str | None = None  # file stem under failures/: <stem>.jsonl, <stem>.py, <stem>.expect.json
     undecided: bool = False
     signature: dict | None = None  # reports/signatures.py: what a baseline entry accepting it matches
+    replayed: dict | None = None  # {"times", "reproduced", "errors"}: reports/replay_failures.py
+
+    def replayed_text(self) -> str | None:
+        """`reproduced 3 of 5 replays (1 could not run)`, when the failure was replayed."""
+        if not self.replayed:
+            return None
+        errors = self.replayed.get("errors") or 0
+        return (f"reproduced {self.replayed.get('reproduced', 0)} of {self.replayed.get('times', 0)} replays"
+                + (f" ({errors} could not run)" if errors else ""))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -3,6 +3,8 @@
 `lost_message_failure()` drives the faulty target that never dispatches its third entry
 (fixtures/targets/faulty.py: LosesAMessage) in lock-step with the model through a fixed program,
 so the failure, its history and its reproduction are the real thing, not a hand-made imitation.
+`LosesAMessageOnce` has that fault in the first program it runs only (in this process): a failure
+that never reproduces on replay.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from fixtures.targets.faulty import LosesAMessage
+from fixtures.targets.model_target import ModelTarget
 from fixtures.targets.lockstep import ConformanceFailure, Lockstep
 from model import ops as o
 from model.spec import Spec, SubscriptionType
@@ -48,9 +51,10 @@ def save(folder: Path, run: Summary) -> Path:
     return path
 
 
-def lost_message_failure(spec: Spec = EXCLUSIVE) -> ConformanceFailure:
-    target = LosesAMessage()
-    target.name = "fixtures.targets.faulty:LosesAMessage"  # what load_target names it: the reproduction says so
+def lost_message_failure(spec: Spec = EXCLUSIVE, target: LosesAMessage | None = None,
+                         name: str = "fixtures.targets.faulty:LosesAMessage") -> ConformanceFailure:
+    target = target or LosesAMessage()
+    target.name = name  # what load_target names it: the reproduction says so
     run = Lockstep(target, spec, "sample")
     for op in LOSING_PROGRAM:
         run.do(op)
@@ -59,6 +63,19 @@ def lost_message_failure(spec: Spec = EXCLUSIVE) -> ConformanceFailure:
     except ConformanceFailure as failure:
         return failure
     raise AssertionError("LosesAMessage no longer loses m2: the sample failure is gone")
+
+
+class LosesAMessageOnce(LosesAMessage):
+    """LosesAMessage in the first program any instance runs, the model ever after."""
+
+    spent = False  # set by the first program run in this process
+
+    def reset(self, spec, program_id):
+        super().reset(spec, program_id)
+        self.faulty, LosesAMessageOnce.spent = not LosesAMessageOnce.spent, True
+
+    def answer(self, op):
+        return super().answer(op) if self.faulty else ModelTarget.answer(self, op)
 
 
 def failed_run_with_files(folder: Path) -> Summary:

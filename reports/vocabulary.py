@@ -43,7 +43,8 @@ def kind_of_error(error: BaseException | None) -> str:
     text = str(error)
     if names & set(_INTERRUPTS):
         return INTERRUPTED
-    if names & set(_UNREACHABLE) or "Connection refused" in text or "unreachable" in text.lower():
+    if names & set(_UNREACHABLE) or any(word in text for word in ("Connection refused", ": ConnectError:")) \
+            or "unreachable" in text.lower():
         return UNREACHABLE
     if names & set(_TIMEOUTS) or ": Timeout:" in text:
         return TIMED_OUT

@@ -91,10 +91,14 @@ def test_a_summary_older_than_the_verdict_words_reads_back_in_them(tmp_path):
     (type("Timeout", (Exception,), {})("Pulsar error: TimeOut"), "timed out"),
     (type("ConnectError", (Exception,), {})("Pulsar error: ConnectError"), "unreachable"),
     (ConnectionRefusedError(111, "Connection refused"), "unreachable"),
+    (RuntimeError("the driver could not perform subscribe: ConnectError: Pulsar error: ConnectError"),
+     "unreachable"),  # a driver's error reply names the client's exception
+    (RuntimeError("the driver could not perform receive: Timeout: Pulsar error: TimeOut"), "timed out"),
     (KeyboardInterrupt(), "interrupted"),
     (type("Crash", (AssertionError,), {"crashed_client": True})(), "client crashed"),
     (RuntimeError("the target fell over"), "harness error"),
-], ids=["timeout", "pulsar-timeout", "pulsar-connect", "refused", "interrupt", "crash", "other"])
+], ids=["timeout", "pulsar-timeout", "pulsar-connect", "refused", "driver-connect", "driver-timeout", "interrupt",
+        "crash", "other"])
 def test_an_error_that_is_not_a_conformance_failure_is_unknown_of_its_kind(error, kind):
     assert kind_of_error(error) == kind
 

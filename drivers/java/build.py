@@ -5,7 +5,8 @@ once per Pulsar version into the project's ignored folder, and the command that 
 the `pulsar.version` property: the classes and the client's class path (from Maven Central) land
 in `.pulsar/drivers/java/<version>/`. A build is redone only when the pom or a source changed
 (their hash is kept in the folder's stamp); it goes to a scratch folder first and is renamed into
-place only when complete. What is missing (mvn, javac, Maven Central) is a clear `BuildError`.
+place only when complete. What is missing (mvn, javac, Maven Central) is a clear `BuildError`
+with Maven's error lines.
 """
 
 from __future__ import annotations
@@ -65,13 +66,16 @@ def build(version: str | None = None, *, force: bool = False) -> Path:
     scratch = Path(tempfile.mkdtemp(prefix=f".{version}.partial-", dir=target.parent))
     try:
         started = time.monotonic()
-        done = subprocess.run([shutil.which("mvn"), "-B", "-ntp", "-f", str(PROJECT / "pom.xml"),
-                               f"-Dpulsar.version={version}", f"-Ddriver.build={scratch}", "compile"],
+        done = subprocess.run([shutil.which("mvn"), "-B", "-ntp", "-Dstyle.color=never", "-f",
+                               str(PROJECT / "pom.xml"), f"-Dpulsar.version={version}", f"-Ddriver.build={scratch}",
+                               "compile"],
                               capture_output=True, text=True)
         if done.returncode != 0:
-            tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-_MAVEN_TAIL_LINES:])
+            lines = (done.stdout + done.stderr).strip().splitlines()
+            errors = [line for line in lines if line.startswith("[ERROR]") and line.strip() != "[ERROR]"]
+            tail = "\n".join(errors[:_MAVEN_TAIL_LINES] if errors else lines[-_MAVEN_TAIL_LINES:])
             raise BuildError(f"Maven could not build the Java driver for pulsar-client {version} (exit "
-                             f"{done.returncode}; is Maven Central reachable?); its last lines:\n{tail}")
+                             f"{done.returncode}; is Maven Central reachable?); its errors:\n{tail}")
         jars = sorted(p.name for p in (scratch / "lib").glob("*.jar"))
         if f"pulsar-client-{version}.jar" not in jars or not (scratch / "classes").is_dir():
             raise BuildError(f"Maven finished but pulsar-client-{version}.jar or the driver's classes are missing "

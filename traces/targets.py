@@ -1,14 +1,15 @@
 """Which target `record` drives, as a picklable description built again inside each executor.
 
 `model` is the reference model run as a broker (fixtures/targets/model_target.py); `pulsar` is a
-real broker or cluster named by its service and admin URLs; `package.module:factory` is any
-third-party target: `factory()` is called without arguments and must return an object with the
-`fixtures.targets.protocol.Target` methods.
+real broker or cluster named by its service and admin URLs, driven through the Python client's
+driver; `package.module:factory` is any third-party target. All three load through the suite's
+own loader (fixtures/targets/loader.py), under the same rules as `pytest --target`: a factory is
+given the keyword arguments it names (`service_url`, `admin_url` among them), and one that names
+a broker's needs `--service-url` and `--admin-url`.
 """
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 
 from fixtures.targets.protocol import Target
@@ -25,30 +26,22 @@ class TargetSpec:
     admin_url: str | None = None
 
     def check(self) -> None:
-        if self.name == "pulsar" and not (self.service_url and self.admin_url):
-            raise TargetError("--target pulsar needs --service-url and --admin-url")
+        from fixtures.targets.loader import needs_broker
+
         if self.name not in ("model", "pulsar") and ":" not in self.name:
             raise TargetError(f"--target {self.name!r}: expected model, pulsar or package.module:factory")
+        if needs_broker(self.name) and not (self.service_url and self.admin_url):
+            raise TargetError(f"--target {self.name} needs --service-url and --admin-url")
 
     def describe(self) -> str:
-        return f"pulsar {self.service_url}" if self.name == "pulsar" else self.name
+        if self.name == "pulsar":
+            return f"pulsar {self.service_url}"
+        return f"{self.name} at {self.service_url}" if self.service_url else self.name
 
     def build(self) -> Target:
-        if self.name == "model":
-            from fixtures.targets.model_target import ModelTarget
+        from fixtures.targets.loader import TargetLoadError, load_target
 
-            return ModelTarget()
-        if self.name == "pulsar":
-            from fixtures.targets.pulsar_target import PulsarTarget
-
-            return PulsarTarget(self.service_url, self.admin_url)
-        module_name, _, attribute = self.name.partition(":")
         try:
-            factory = getattr(importlib.import_module(module_name), attribute)
-        except (ImportError, AttributeError) as error:
-            raise TargetError(f"--target {self.name}: cannot load it: {error}") from None
-        target = factory()
-        missing = [m for m in ("reset", "invoke", "close") if not callable(getattr(target, m, None))]
-        if missing:
-            raise TargetError(f"--target {self.name}: {type(target).__name__} lacks {', '.join(missing)}")
-        return target
+            return load_target(self.name, service_url=self.service_url, admin_url=self.admin_url, seed=0)
+        except TargetLoadError as error:
+            raise TargetError(str(error)) from None

@@ -82,7 +82,9 @@ def test_an_unreachable_broker_ends_every_conformance_test_as_unknown_within_sec
     assert len(summary["results"]) > 30
     unreachable = (service if dead == "service" else admin)
     assert [r["reason"] for r in summary["results"] if not ("unreachable" in r["reason"].lower() and unreachable in r["reason"])] == []
-    assert took < 10, f"{took:.1f} s to the verdict"
+    # The goal is under 10 s for the whole run (about 2 s on an idle machine); the bound leaves room
+    # for a loaded CI machine. Before the probe, the first op alone waited the client's 30 s.
+    assert took < 20, f"{took:.1f} s to the verdict"
 
 
 def test_the_probe_says_what_it_tried(live_admin):
@@ -119,3 +121,209 @@ def test_replay_and_record_probe_before_starting_a_driver(live_admin):
     with pytest.raises(TargetUnreachable):
         load_target("pulsar", service_url=f"pulsar://127.0.0.1:{closed_port()}", admin_url=live_admin)
     assert time.monotonic() - began < 5
+
+
+# -- the printed reproduction -----------------------------------------------------------------------
+
+def _failure_on(target, kinds=("send", "subscribe", "receive")):
+    """The first ConformanceFailure of a short conformance run on `target` (a faulty one)."""
+    import itertools
+
+    from hypothesis import settings
+
+    from fixtures.targets.lockstep import ConformanceFailure
+    from model.spec import Spec, SubscriptionType
+    from suites.machines import run_conformance
+
+    ids = (f"edge-{n}" for n in itertools.count())
+    with pytest.raises(ConformanceFailure) as caught:
+        run_conformance(target, Spec(subscription_type=SubscriptionType.EXCLUSIVE), lambda: next(ids), kinds=kinds,
+                        settings_=settings(settings.get_profile("ci"), max_examples=300))
+    return caught.value
+
+
+class _FakeBroker:
+    """What the session broker fixture hands a loaded target: a controller with its version."""
+
+    class config:  # noqa: N801 (Broker.config)
+        version = "4.2.4"
+
+
+def test_the_reproduction_carries_the_broker_the_client_and_the_version(live_admin, monkeypatch):
+    """A failure seen on a given broker replays on that broker (its URLs, the version it ran, the
+    client); one seen on the embedded broker starts one of that version, and says so."""
+    from fixtures.targets import loader
+    from fixtures.targets.faulty import LosesAMessage
+
+    monkeypatch.setattr(loader, "pulsar_target", lambda *args, **kwargs: LosesAMessage())
+    service = "pulsar://" + live_admin.removeprefix("http://")
+    given = loader.load_target("pulsar", service_url=service, admin_url=live_admin, client="cmd:./my-driver")
+    source = _failure_on(given).source
+    assert f"service_url={service!r}, admin_url={live_admin!r}, pulsar_version='ok', client='cmd:./my-driver')" \
+        in source
+    assert f"# on the broker the failure was seen on (Pulsar ok at {service}), left as it is" in source
+    embedded = loader.load_target("pulsar", service_url=service, admin_url=live_admin, controller=_FakeBroker())
+    source = _failure_on(embedded).source
+    assert "], drained=True, pulsar_version='4.2.4')" in source and "service_url" not in source
+    assert "# starts a Pulsar 4.2.4 broker of its own on free ports, stopped when the replay ends" in source
+
+
+def test_replay_starts_a_broker_only_when_none_was_given_and_stops_it(live_admin, monkeypatch):
+    from fixtures import broker as broker_package
+    from fixtures.targets import loader, replay as replay_module
+    from fixtures.targets.model_target import ModelTarget
+    from model import ops as o
+    from model.spec import Spec
+
+    started = []
+
+    class Broker:
+        def __init__(self, config):
+            self.config = config
+
+        def start(self, fresh=False):
+            started.append(("start", self.config.version, self.config.broker_port, self.config.web_port))
+
+        def stop(self):
+            started.append(("stop", self.config.instance))
+
+    monkeypatch.setattr(broker_package, "Broker", Broker)
+    monkeypatch.setattr(loader, "pulsar_target", lambda *args, **kwargs: ModelTarget())
+    monkeypatch.setattr("fixtures.targets.pulsar_target.probe_broker", lambda *args: "4.0.7")
+    ops = [o.Send(), o.Subscribe(consumer="c0"), o.Receive(consumer="c0")]
+    replay_module.replay("pulsar", Spec(), ops, service_url="pulsar://given:6650", admin_url="http://given:8080")
+    assert started == []  # a given broker: nothing started
+    replay_module.replay("pulsar", Spec(), ops, pulsar_version="4.2.4")
+    (start, version, port, web), (stop, instance) = started
+    assert (start, version, stop) == ("start", "4.2.4", "stop") and {port, web}.isdisjoint({6650, 8080})
+    assert instance.startswith("replay-")
+
+
+def test_hypothesis_does_not_print_its_own_reproduction_beside_ours():
+    """On a target that is not deterministic the failure is raised as Hypothesis found it: its
+    `state.step(...)` notes would replay the machine's choices, not the program, beside ours."""
+    from fixtures.targets.faulty import LosesAMessage
+
+    class Once(LosesAMessage):
+        deterministic = False
+
+    failure = _failure_on(Once())
+    notes = "\n".join(getattr(failure, "__notes__", []))
+    assert "state." not in notes and "Failing test case" not in notes
+    assert "c0: subscribe -> ok" in notes  # the story stays
+
+
+# -- one loader ---------------------------------------------------------------------------------------
+
+PLUGIN = '''
+from fixtures.targets.model_target import ModelTarget
+
+
+def for_pytest(service_url, admin_url):
+    target = ModelTarget()
+    target.seen = (service_url, admin_url)
+    return target
+
+
+def any_kwargs(**kwargs):
+    target = ModelTarget()
+    target.seen = kwargs
+    return target
+
+
+class Unsaid:
+    name = "unsaid"
+
+    def reset(self, spec, program_id):
+        pass
+
+    def invoke(self, op):
+        pass
+
+    def ground_truth(self):
+        return None
+
+    def close(self):
+        pass
+
+
+def hangs():
+    import time
+
+    class Hangs(ModelTarget):
+        op_deadline_s = 0.5
+
+        def invoke(self, op):
+            time.sleep(5)
+
+    return Hangs()
+'''
+
+
+@pytest.fixture
+def plugin(tmp_path, monkeypatch):
+    folder = tmp_path / "outside"
+    folder.mkdir()
+    (folder / "edge_plugin.py").write_text(PLUGIN)
+    monkeypatch.syspath_prepend(str(folder))
+    yield folder
+    sys.modules.pop("edge_plugin", None)
+
+
+def test_a_factory_written_for_pytest_records_in_traces(plugin, live_admin):
+    from traces.targets import TargetError, TargetSpec
+
+    service = "pulsar://" + live_admin.removeprefix("http://")
+    with pytest.raises(TargetError, match="needs --service-url and --admin-url"):
+        TargetSpec(name="edge_plugin:for_pytest").check()
+    spec = TargetSpec(name="edge_plugin:for_pytest", service_url=service, admin_url=live_admin)
+    spec.check()
+    assert spec.build().seen == (service, live_admin)
+
+
+def test_a_factory_taking_kwargs_does_not_need_a_broker(plugin):
+    from fixtures.targets.loader import load_target, needs_broker
+
+    assert not needs_broker("edge_plugin:any_kwargs") and needs_broker("edge_plugin:for_pytest")
+    assert load_target("edge_plugin:any_kwargs", seed=3, client="python").seen == {"seed": 3, "client": "python"}
+
+
+def test_a_target_that_does_not_say_it_is_deterministic_gets_a_warning(plugin):
+    from fixtures.targets.loader import TargetWarning, load_target
+
+    with pytest.warns(TargetWarning, match="does not say whether it is deterministic"):
+        load_target("edge_plugin:Unsaid")
+
+
+def test_the_reproduction_of_a_plugin_target_runs_in_a_fresh_interpreter(plugin, tmp_path):
+    from fixtures.targets.lockstep import program_source
+    from fixtures.targets.loader import load_target
+    from model import ops as o
+    from model.spec import Spec
+
+    target = load_target("edge_plugin:any_kwargs")
+    assert target.replay_args == {"module_path": str(plugin)}
+    script = tmp_path / "reproduction.py"
+    script.write_text(program_source(Spec(), [o.Send(), o.Subscribe(consumer="c0"), o.Receive(consumer="c0")],
+                                     target.name, replay_args=target.replay_args) + "print('replayed')\n")
+    done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == "replayed", done.stderr[-2000:]
+
+
+# -- a target that hangs --------------------------------------------------------------------------------
+
+def test_a_target_that_hangs_times_out_as_unknown_and_takes_no_more_programs(plugin):
+    from fixtures.targets.deadline import TargetTimedOut
+    from fixtures.targets.loader import load_target
+    from model import ops as o
+    from model.spec import Spec
+
+    target = load_target("edge_plugin:hangs")
+    target.reset(Spec(), "p")
+    began = time.monotonic()
+    with pytest.raises(TargetTimedOut, match=r"did not return from invoke\(Send\(.*within 0.5 s") as caught:
+        target.invoke(o.Send())
+    assert caught.value.reason_kind == "timed out" and time.monotonic() - began < 3
+    with pytest.raises(TargetTimedOut):
+        target.reset(Spec(), "q")  # at once: the hung call is still running
+    assert time.monotonic() - began < 3

@@ -87,9 +87,11 @@ def stored_observations(folder: Path = STORED) -> list[Observation]:
 def recorded_observations(folders: list[Path], sample: int | None, seed: int) -> list[Observation]:
     """Programs recorded against a real broker (a run's `--histories`), those the model accepts
     without the drain check: a drain's end is not in the history, the safety checks all are."""
-    paths = sorted(p for folder in folders for p in folder.rglob("*.jsonl"))
-    if sample is not None and len(paths) > sample:
-        paths = sorted(random.Random(seed).sample(paths, sample))
+    paths = []
+    for folder in folders:  # sampled per folder: a small folder of targeted programs is kept whole
+        found = sorted(folder.rglob("*.jsonl"))
+        paths += sorted(random.Random(seed).sample(found, sample)) if sample is not None and len(found) > sample \
+            else found
     found = []
     for path in paths:
         try:
@@ -232,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--observations", type=Path, action="append", default=[], metavar="DIR",
                         help="a folder of histories recorded against a real broker (a run's --histories); repeatable")
     parser.add_argument("--histories-sample", type=int, default=300, metavar="N",
-                        help="replay at most N recorded histories, drawn at random (default %(default)s)")
+                        help="replay at most N recorded histories of each folder, drawn at random (default %(default)s)")
     parser.add_argument("--sample", type=int, default=None, help="run a random sample of this many mutants")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--jobs", type=int, default=2)

@@ -23,7 +23,7 @@ def test_a_mutant_stricter_than_the_broker_is_shown_by_a_broker_history(tmp_path
     broker did in history broker-pending-rewind-survives-a-spare-delivery."""
     mutant = edited("transitions/receive.py",
                     "pending = (message.redelivery_from, message.redelivery_by) if used_extra else (None, None)",
-                    "pending = (None, None)", number=0)
+                    "pending = (None, None)", number=9000)
     result = run_mutant(mutant, tmp_path, stored_observations())
     assert result["outcome"] == SHOWN_BY_BROKER, result
     assert result["told"][SHOWN_BY_BROKER]["history"].startswith("broker-"), result["told"]
@@ -32,7 +32,7 @@ def test_a_mutant_stricter_than_the_broker_is_shown_by_a_broker_history(tmp_path
 def test_a_mutant_more_permissive_than_the_model_is_shown_by_a_fault(tmp_path):
     """A receive that skips every delivery check accepts a faulty target's duplicate."""
     mutant = edited("transitions/receive.py", "    if problem is not None:\n        return problem",
-                    "    if problem is not None and False:\n        return problem", number=1)
+                    "    if problem is not None and False:\n        return problem", number=9001)
     result = run_mutant(mutant, tmp_path, stored_observations())
     assert SHOWN_BY_FAULT in result["told"], result
     assert result["told"][SHOWN_BY_FAULT]["mutant"] == "accepts"
@@ -40,7 +40,7 @@ def test_a_mutant_more_permissive_than_the_model_is_shown_by_a_fault(tmp_path):
 
 def test_a_mutant_no_observation_reaches_is_unevidenced(tmp_path):
     mutant = edited("transitions/receive.py", "if stale_key_copy(state, message, consumer):",
-                    "if stale_key_copy(state, message, consumer) and False:", number=2)
+                    "if stale_key_copy(state, message, consumer) and False:", number=9002)
     observations = [o for o in stored_observations() if "Key_Shared" not in o.name]
     result = run_mutant(mutant, tmp_path, observations)
     assert result["outcome"] == UNEVIDENCED, result

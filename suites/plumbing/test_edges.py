@@ -351,3 +351,26 @@ def test_a_run_on_a_target_that_hangs_ends_every_test_as_unknown(plugin, tmp_pat
     assert len(results) == 8 and {r["outcome"] for r in results} == {"unknown"}
     assert all("TargetTimedOut" in r["reason"] for r in results), [r["reason"] for r in results]
     assert took < 30
+
+
+def test_a_client_crash_reproduction_carries_what_it_was_seen_with():
+    """A crashed driver's reproduction names the same broker and client as a failure's, and
+    Hypothesis's notes of the machine are left out of it too."""
+    from fixtures.targets.driver_target import MODEL_DRIVER, ClientCrashed, DriverProcess, DriverTarget
+    from model import ops as o
+    from model.spec import Spec
+
+    target = DriverTarget(lambda: DriverProcess(MODEL_DRIVER + ("--die-after", "2", "--die-by", "exit")),
+                          name="pulsar", grace_ms=1500)
+    target.replay_args = {"service_url": "pulsar://seen:6650", "admin_url": "http://seen:8080", "client": "cmd:./d"}
+    try:
+        target.reset(Spec(), "p1")
+        target.invoke(o.Send())
+        with pytest.raises(ClientCrashed) as crashed:
+            target.invoke(o.Send())
+    finally:
+        target.close()
+    assert "service_url='pulsar://seen:6650', admin_url='http://seen:8080', client='cmd:./d')" in crashed.value.source
+    crashed.value.add_note("state.step(ticket=3, choice=1)")
+    crashed.value.add_note("c0: subscribe -> ok")
+    assert crashed.value.__notes__ == ["c0: subscribe -> ok"]

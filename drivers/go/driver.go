@@ -39,6 +39,7 @@ var (
 		"negative_acknowledge", "close", "seek", "tick"}
 	capabilities = []string{"ack_grouping_time", "batch_index_ack", "receiver_queue_0", "dead_letter_policy",
 		"seek_by_id"}
+	exactNackTime = int64(0)
 	consumerTypes = map[string]pulsar.SubscriptionType{
 		"Exclusive": pulsar.Exclusive, "Failover": pulsar.Failover, "Shared": pulsar.Shared,
 		"Key_Shared": pulsar.KeyShared,
@@ -361,6 +362,10 @@ func (d *goDriver) subscribe(name string) (pulsar.Consumer, error) {
 		SubscriptionInitialPosition:    pulsar.SubscriptionPositionEarliest,
 		NackRedeliveryDelay:            time.Duration(max(intOf(d.spec["nack_delay_ms"], 60_000), minNackDelayMs)) * time.Millisecond,
 		EnableBatchIndexAcknowledgment: d.spec["client_batch_index_ack"] == true}
+	// The spec's nack delay is a lower bound, as the C++ and Java 4.0 clients keep it: the Go
+	// client's default precision (8 bits) files a nack under its due time rounded down to 256 ms, so
+	// a nacked message could come back up to 255 ms before the delay.
+	options.NackPrecisionBit = &exactNackTime
 	if d.specString("initial_position", "Earliest") == "Latest" {
 		options.SubscriptionInitialPosition = pulsar.SubscriptionPositionLatest
 	}

@@ -68,7 +68,8 @@ def test_summary_json_holds_the_view_and_reads_back(tmp_path):
     raw = json.loads(path.read_text())
     assert raw["guarantee_matrix"]["no-loss"]["Exclusive"]["failures"] == [
         {"area": "individual_ack", "guarantee": "no-loss", "detail": "m2 never came",
-         "failure": "individual_ack-Exclusive", "undecided": False, "signature": None}]
+         "failure": "individual_ack-Exclusive", "undecided": False, "signature": None,
+         "replayed": None}]
     assert raw["guarantee_matrix"]["dead-letter"] == {}
     assert set(raw) >= {"matrix", "totals", "results", "run"}  # the area view's keys stay for old readers
     assert load_summary(path) == RUN

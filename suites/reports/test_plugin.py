@@ -196,7 +196,8 @@ def test_the_guarantees_a_test_can_break_come_from_its_guarantee_marks(finished)
                                                            "failure": "individual_ack-Exclusive",
                                                            "undecided": False, "signature": {
                                                                "detail": "drained every consumer, yet m# never came",
-                                                               "program": "send×3 subscribe receive+"}}]}}
+                                                               "program": "send×3 subscribe receive+"},
+                                                           "replayed": None}]}}
 
 
 def test_unknown_and_not_applicable_cells_say_why(finished):

@@ -27,8 +27,9 @@ INTERRUPTED, CLIENT_CRASHED, HARNESS_ERROR = "interrupted", "client crashed", "h
 UNKNOWN_KINDS = (UNREACHABLE, TIMED_OUT, SOLVER_LIMIT, INTERRUPTED, CLIENT_CRASHED, HARNESS_ERROR)
 
 # Exception class names (anywhere in the class's MRO) and what they say about the run: the Python
-# client's pulsar.Timeout and ConnectError, the standard library's, Hypothesis's deadline.
-_TIMEOUTS = ("Timeout", "TimeoutError", "TimeoutExpired", "DeadlineExceeded")
+# client's pulsar.Timeout and ConnectError, the standard library's, Hypothesis's deadline, a target
+# past its per-op deadline (fixtures/targets/deadline.py).
+_TIMEOUTS = ("Timeout", "TimeoutError", "TimeoutExpired", "DeadlineExceeded", "TargetTimedOut")
 _UNREACHABLE = ("ConnectError", "ConnectionError", "ConnectionRefusedError", "TargetUnreachable")
 _INTERRUPTS = ("KeyboardInterrupt", "Interrupted", "Exit")
 

@@ -88,6 +88,7 @@ def test_a_summary_older_than_the_verdict_words_reads_back_in_them(tmp_path):
 
 @pytest.mark.parametrize("error, kind", [
     (TimeoutError("no reply"), "timed out"),
+    (type("TargetTimedOut", (BaseException,), {})("receive did not return"), "timed out"),
     (type("Timeout", (Exception,), {})("Pulsar error: TimeOut"), "timed out"),
     (type("ConnectError", (Exception,), {})("Pulsar error: ConnectError"), "unreachable"),
     (ConnectionRefusedError(111, "Connection refused"), "unreachable"),
@@ -97,7 +98,7 @@ def test_a_summary_older_than_the_verdict_words_reads_back_in_them(tmp_path):
     (KeyboardInterrupt(), "interrupted"),
     (type("Crash", (AssertionError,), {"crashed_client": True})(), "client crashed"),
     (RuntimeError("the target fell over"), "harness error"),
-], ids=["timeout", "pulsar-timeout", "pulsar-connect", "refused", "driver-connect", "driver-timeout", "interrupt",
+], ids=["timeout", "target-timed-out", "pulsar-timeout", "pulsar-connect", "refused", "driver-connect", "driver-timeout", "interrupt",
         "crash", "other"])
 def test_an_error_that_is_not_a_conformance_failure_is_unknown_of_its_kind(error, kind):
     assert kind_of_error(error) == kind

@@ -7,6 +7,7 @@ the redelivery count it cannot see sent as null (unknown), never as a made-up 0.
 
 from __future__ import annotations
 
+import shlex
 import time
 
 import pytest
@@ -15,9 +16,13 @@ from drivers import wire
 from drivers.rust.build import BuildError, command, crate_version
 from fixtures.admin import AdminClient
 from fixtures.targets.driver_target import DriverProcess
+from fixtures.targets.loader import pulsar_target
+from model import ops as o
+from model.guarantees import Guarantee
 from model.spec import Spec, SubscriptionType
 from suites.conformance.catalog import CHECKS
 from suites.plumbing import test_drivers
+from suites.replay.stored import replay
 
 # What the crate does not do (drivers/rust/src/protocol.rs): no redeliver_unacknowledged_messages,
 # no batch-index ack, no receiver queue 0, no ack receipts, nack backoff or ack grouping time.
@@ -93,3 +98,75 @@ def test_the_rust_driver_runs_a_program_as_the_python_driver_does(rust, pulsar_b
     finally:
         driver.stop()
         admin.delete_topic(topic)
+
+
+# -- the crate's findings (KNOWN_DIVERGENCES.md, client bugs): each test fails when the crate stops
+# breaking the guarantee, so its entry is revisited.
+M0, M1 = o.MessageId(0), o.MessageId(1)
+SHARED = Spec(subscription_type=SubscriptionType.SHARED, nack_delay_ms=100)
+
+
+@pytest.fixture(scope="module")
+def rust_target(rust, pulsar_broker):
+    target = pulsar_target(pulsar_broker.service_url, pulsar_broker.admin_url, controller=pulsar_broker.controller,
+                           client=f"cmd:{shlex.join(rust)}")
+    yield target
+    target.close()
+
+
+def _violation(target, spec: Spec, program: list[o.Op], *, drained: bool = False):
+    target.reset(spec, f"rust-kd-{time.monotonic_ns()}")
+    history = [(op, target.invoke(op)) for op in program]
+    return replay(spec, history, drained=drained).verdict.violation
+
+
+@pytest.mark.broker
+def test_an_ack_of_one_message_of_a_batch_acknowledges_the_whole_entry(rust_target):
+    """One entry of three messages, m0.0 acknowledged and the consumer closed: the entry never
+    comes to the next consumer (no-loss; without batch-index acks the model owes the whole entry
+    back, as the C++ and Java clients send no ack before every message of the batch is
+    acknowledged): the crate's ack carries no ack set, so the broker acknowledged the entry."""
+    program = [o.Send(keys=(None, None, None), batched=True), o.Subscribe(consumer="c0"),
+               *[o.Receive(consumer="c0", timeout_ms=2000)] * 3,
+               o.Acknowledge(consumer="c0", message=o.MessageId(0, 0)), o.Close(consumer="c0"),
+               o.Subscribe(consumer="c1"), *[o.Receive(consumer="c1", timeout_ms=500)] * 3]
+    violation = _violation(rust_target, SHARED, program, drained=True)
+    assert violation is not None and violation.guarantee is Guarantee.NO_LOSS, violation
+    assert violation.detail == "drained every consumer, yet m0.0, m0.1, m0.2 never came"
+
+
+@pytest.mark.broker
+def test_a_negative_ack_is_redelivered_at_once(rust_target):
+    """A nack delay of 100 ms: the crate asks for the redelivery when the nack is called, and m0
+    is back within milliseconds (no-duplicate-without-cause: nothing asked for it yet)."""
+    program = [o.Send(), o.Subscribe(consumer="c0"), o.Receive(consumer="c0", timeout_ms=2000),
+               o.NegativeAcknowledge(consumer="c0", message=M0), o.Receive(consumer="c0", timeout_ms=50)]
+    violation = _violation(rust_target, SHARED, program)
+    assert violation is not None and violation.guarantee is Guarantee.NO_DUPLICATE_WITHOUT_CAUSE, violation
+
+
+@pytest.mark.broker
+def test_a_cumulative_ack_on_shared_is_accepted_and_does_nothing(rust_target, pulsar_broker):
+    """The crate does not refuse acknowledge_cumulative on Shared (cumulative-refused-on-shared);
+    the broker ignores it: the cursor does not move."""
+    program = [o.Send(), o.Subscribe(consumer="c0"), o.Receive(consumer="c0", timeout_ms=2000),
+               o.AcknowledgeCumulative(consumer="c0", message=M0), o.Tick(ms=300), o.ReadCursor()]
+    violation = _violation(rust_target, SHARED, program)
+    assert violation is not None and violation.guarantee is Guarantee.CUMULATIVE_REFUSED_ON_SHARED, violation
+    assert AdminClient(pulsar_broker.admin_url).cursor(rust_target.broker.topic, "conformance") \
+        .mark_delete_position.entry == -1
+
+
+@pytest.mark.broker
+def test_a_batch_on_key_shared_is_dispatched_by_no_key(rust_target):
+    """Two Key_Shared consumers; one message and one batch for each of four keys: the crate's
+    batches carry no key of their own (no key-based batching), so the broker sends each batch where
+    messages without a key go, and some key reaches both consumers while the other holds it
+    (key-shared-stickiness)."""
+    keys = ("k0", "k1", "k2", "k3")
+    program = [o.Subscribe(consumer="c0"), o.Subscribe(consumer="c1"),
+               *[o.Send(keys=(k,)) for k in keys], *[o.Send(keys=(k, k), batched=True) for k in keys],
+               *[o.Receive(consumer=c, timeout_ms=300) for _ in range(8) for c in ("c0", "c1")]]
+    violation = _violation(rust_target, Spec(subscription_type=SubscriptionType.KEY_SHARED, nack_delay_ms=100),
+                           program)
+    assert violation is not None and violation.guarantee is Guarantee.KEY_SHARED_STICKINESS, violation

@@ -44,6 +44,9 @@ def step(state: State, op: o.Op, completion: o.Completion) -> Result:
     if transition is negative_acknowledge:
         # The nack's timer starts when it is called: no earlier than the last completion.
         return negative_acknowledge(_advance_clock(state, completion.at), op, completion, invoked=state.now)
+    if transition is receive:
+        # The ack timeout's tracking starts when the message is handed out: no earlier either.
+        return receive(_advance_clock(state, completion.at), op, completion, invoked=state.now)
     return transition(_advance_clock(state, completion.at), op, completion)
 
 

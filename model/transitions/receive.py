@@ -19,7 +19,9 @@ from model.transitions.redelivery import requested
 from model.violations import Result
 
 
-def receive(state: State, op: o.Receive, completion: o.Completion) -> Result:
+def receive(state: State, op: o.Receive, completion: o.Completion, *, invoked: int | None = None) -> Result:
+    """`invoked`: the earliest the message can have reached the application, the previous op's
+    completion (its stamp, `state.now`, is when the reply came back, later on a loaded machine)."""
     consumer = state.consumer(op.consumer)
     if consumer is None:
         raise ValueError(f"receive on {op.consumer}, which is not connected: the program is malformed")
@@ -82,9 +84,12 @@ def receive(state: State, op: o.Receive, completion: o.Completion) -> Result:
         delivered = delivered.with_(extra_deliveries=delivered.extra_deliveries + state.rewinds)
     window = state.spec.ack_timeout_window_ms
     if window is not None and delivered.status is HELD:
-        # Ack timeout: tracking starts when the application receives the message (PR #3079); the
-        # redelivery is requested between the timeout and one tracker tick after it.
-        earliest = state.now + window[0]
+        # Ack timeout: tracking starts when the application receives the message (PR #3079), no
+        # earlier than `invoked`; the redelivery is requested between the timeout and one tracker
+        # tick after it (shown by
+        # test_fidelity_broker::test_an_ack_timeout_counts_from_the_receive_not_from_its_late_reply).
+        start = state.now if invoked is None else min(invoked, state.now)
+        earliest = start + window[0]
         if state.spec.subscription_type.single_active_consumer:
             # Exclusive/Failover: the client turns a timeout into a redelivery of everything
             # unacknowledged, so it may come back once another held message's window opens
@@ -97,7 +102,7 @@ def receive(state: State, op: o.Receive, completion: o.Completion) -> Result:
             earlier = [m.redelivery_from for m in state.messages
                        if m.holder == op.consumer and m.status is HELD and m.redelivery_from is not None
                        and m.id != message.id and (m.redelivery_from > state.now or not window_open)]
-            earliest = max(state.now, min(earlier, default=earliest))
+            earliest = max(start, min(earlier, default=earliest))
         pending = (delivered.redelivery_from, delivered.redelivery_by)
         delivered = requested(state, delivered, earliest, state.now + window[1])
         if pending[0] is not None and delivered.redelivery_from is not None:

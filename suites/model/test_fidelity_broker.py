@@ -5,6 +5,7 @@ Where Pulsar's documents and sources leave a rule open, these tests settle it. T
 short: nack delays of 200 ms (the client's minimum is 100 ms).
 """
 
+import dataclasses
 import time
 
 import pulsar
@@ -398,6 +399,48 @@ def test_a_message_back_from_an_ack_timeout_rewind_waits_its_own_timeout(pulsar_
     later = [run.receive("a", timeout_ms=5000), run.receive("a", timeout_ms=2000)]
     assert [d.message for d in later if d is not None] == [m(0), m(1)], later
     assert time.monotonic() - again >= 9.5
+
+
+class _FirstDeliveryRepliedLate:
+    """A target whose first delivery reaches the suite `late_ms` after the client handed it out (a
+    driver's reply on a loaded machine): the receive is stamped then."""
+
+    def __init__(self, target, late_ms: int) -> None:
+        self.target, self.late_ms, self.name, self.late = target, late_ms, target.name, True
+
+    def reset(self, spec, program_id):
+        self.target.reset(spec, program_id)
+
+    def invoke(self, op):
+        completion = self.target.invoke(op)
+        if self.late and isinstance(op, o.Receive) and completion.value is not None:
+            self.late = False
+            time.sleep(self.late_ms / 1000)
+            completion = dataclasses.replace(completion, at=completion.at + self.late_ms)
+        return completion
+
+    def ground_truth(self):
+        return self.target.ground_truth()
+
+
+@pytest.mark.slow
+@pytest.mark.guarantee("no-duplicate-without-cause")
+def test_an_ack_timeout_counts_from_the_receive_not_from_its_late_reply(pulsar_target, names):
+    """Observed on 4.0.7 (Shared, ack timeout 10 s, the tracker's tick 1 s): with the receive's
+    reply stamped 1.5 s after the client handed m0 out, m0 came back 8.5 to 9.5 s after that stamp:
+    the client's UnAckedMessageTracker counts from the hand-out, which the model takes as no
+    earlier than the op before the receive."""
+    late = 1500
+    target = _RECORDING[0](pulsar_target) if _RECORDING else pulsar_target
+    run = Lockstep(_FirstDeliveryRepliedLate(target, late), Spec(subscription_type=SubscriptionType.SHARED,
+                   ack_timeout_ms=10_000), names.topic().rsplit("/", 1)[1])
+    run.do(o.Subscribe(consumer="c0"))
+    run.do(o.Send())
+    first = run.do(o.Receive(consumer="c0", timeout_ms=5000))
+    assert first.value.message == m(0)
+    back = run.do(o.Receive(consumer="c0", timeout_ms=15_000))
+    assert back.value == o.Delivery(message=m(0), redelivery_count=1)
+    assert back.at - first.at < 10_000, f"back {back.at - first.at} ms after the late stamp"
 
 
 @pytest.mark.guarantee("no-redelivery-after-ack", "redelivery-count")

@@ -513,6 +513,17 @@ def test_on_a_single_active_consumer_one_ack_timeout_brings_back_every_unacked_m
 
 
 
+def test_an_ack_timeout_counts_from_the_op_before_the_receive_whose_reply_came_late():
+    """The client starts tracking a message when it hands it to the application, inside the
+    receive; the history stamps the receive when its reply came back, which can be late. So the
+    timeout counts from the op before (5 ms here), not from the stamp (900 ms)."""
+    spec = Spec(subscription_type=SubscriptionType.SHARED, ack_timeout_ms=10_000)
+    program = [(o.Subscribe(consumer="c0"), o.ok()), (o.Send(), o.ok(at=5)), got("c0", m(0), at=900)]
+    assert run(spec, program + [got("c0", m(0), count=1, at=10_100)]).ok
+    early = run(spec, program + [got("c0", m(0), count=1, at=10_000)]).violation
+    assert early is not None and early.guarantee is Guarantee.NO_DUPLICATE_WITHOUT_CAUSE
+
+
 @pytest.mark.parametrize("kind", [SubscriptionType.EXCLUSIVE, SubscriptionType.FAILOVER])
 def test_a_message_back_from_an_ack_timeout_rewind_waits_its_own_timeout(kind):
     """Exclusive/Failover: m0 and m1 came back together with m0's timeout (one rewind, which

@@ -237,7 +237,8 @@ def verify(check, spec: Spec, target, program_ids, target_name: str, config) -> 
     allure.dynamic.feature(check.area)
     try:
         deterministic = getattr(getattr(target, "target", target), "deterministic", False)
-        run_conformance(target, spec, program_ids, kinds=check.kinds, settings_=settings_for(target, config),
+        run_conformance(target, spec, program_ids, kinds=check.kinds,
+                        settings_=settings_for(target, config, slow=check.slow),
                         drain_idle_ms=30 if deterministic else 1000)
     except ConformanceFailure as failure:
         attach_failure(failure, target)

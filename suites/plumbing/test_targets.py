@@ -214,3 +214,15 @@ def test_a_drain_ends_though_an_ack_timeout_keeps_handing_its_messages_back():
         signal.alarm(0)
     assert [d.message for d in taken][:2] == [o.MessageId(0), o.MessageId(1)]
     assert len(taken) < 20, taken
+
+
+def test_a_slow_check_on_a_broker_gets_fewer_programs_at_nightly_depth():
+    from types import SimpleNamespace
+
+    from fixtures.hypothesis_profiles import settings_for
+
+    config = SimpleNamespace(getoption=lambda name, default=None: "nightly")
+    broker = SimpleNamespace(deterministic=False)
+    assert settings_for(broker, config).max_examples == 200
+    assert settings_for(broker, config, slow=True).max_examples == 25
+    assert settings_for(ModelTarget(), config, slow=True).max_examples == 2000  # the model's steps cost nothing

@@ -22,7 +22,7 @@ from pathlib import Path
 from fixtures.broker.config import state_root
 
 PROJECT = Path(__file__).resolve().parent
-BINARY = "pulsar-conformance-driver"
+PACKAGE = BINARY = "pulsar-conformance-driver"
 _STAMP = "BUILT"
 _CARGO_TAIL_LINES = 25
 _LOCKED_VERSION = re.compile(r'^name = "pulsar"\nversion = "([^"]+)"', re.MULTILINE)
@@ -74,8 +74,13 @@ def build(*, force: bool = False) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / _STAMP).unlink(missing_ok=True)
     started = time.monotonic()
-    done = subprocess.run([shutil.which("cargo"), "build", "--locked", "--manifest-path", str(PROJECT / "Cargo.toml")],
-                          capture_output=True, text=True, env={**os.environ, "CARGO_TARGET_DIR": str(folder)})
+    cargo, env = shutil.which("cargo"), {**os.environ, "CARGO_TARGET_DIR": str(folder)}
+    # The driver's own crate is compiled again whatever the files' times say: cargo trusts
+    # modification times, which a clock set back or a copied tree can leave older than the last build.
+    subprocess.run([cargo, "clean", "--package", PACKAGE, "--manifest-path", str(PROJECT / "Cargo.toml")],
+                   capture_output=True, text=True, env=env)
+    done = subprocess.run([cargo, "build", "--locked", "--manifest-path", str(PROJECT / "Cargo.toml")],
+                          capture_output=True, text=True, env=env)
     if done.returncode != 0:
         tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-_CARGO_TAIL_LINES:])
         raise BuildError(f"cargo could not build the Rust driver (crate pulsar {crate_version()}, exit "

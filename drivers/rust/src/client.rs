@@ -196,9 +196,13 @@ impl RustDriver {
                 .map_err(Error::Consumer),
             "negative_acknowledge" => consumer.nack_with_id(&topic, id).await.map_err(Error::Consumer),
             _ => {
-                consumer
+                // The crate's seek is the broker's seek, then a new consumer in place of the old
+                // one: an error (ConsumerBusy from the new consumer on Exclusive, while the old one
+                // reconnects) may come after the broker has sought, so no error says it did not happen.
+                let sought = consumer
                     .seek(None, Some(id), None, client.expect("a seek has its client"))
-                    .await
+                    .await;
+                return sought.map_or_else(|e| failed("info", &error_class(&e), &e.to_string()), |_| ok());
             }
         };
         done.map_or_else(|e| client_error(&e), |_| ok())

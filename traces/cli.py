@@ -7,7 +7,8 @@
     python -m traces validate PATH
 
 Every job takes --master (default local[*], or what spark-submit set), --driver-memory, --conf
-KEY=VALUE and --overwrite (an existing output is refused without it). Exit status: 0 done, 1 the
+KEY=VALUE and --overwrite (an existing output is refused without it; with it, only a corpus, a
+recording or a diff these jobs wrote is replaced, never another folder). Exit status: 0 done, 1 the
 diff found divergences and --fail-on-divergence was given, 2 bad input or usage, 3 the Spark job
 failed (its output is not published; a recording can be resumed).
 """

@@ -8,8 +8,9 @@ that nothing already written is lost.
 An input may also be a bare Parquet dataset or file of events (its per-program table is then
 computed on the fly), or a JSON-lines history. Outputs are built in a hidden staging directory next
 to the target and renamed into place when complete; an existing output is refused unless
-`overwrite`, and then it is replaced only after the new one is complete. Paths are local (or a
-shared mount on a cluster).
+`overwrite`, and then it is replaced only after the new one is complete, and only if these jobs
+wrote it (its manifest says so): never another folder, the working directory or a folder that
+holds an input. Paths are local (or a shared mount on a cluster).
 """
 
 from __future__ import annotations
@@ -190,6 +191,41 @@ def refuse_existing(target: Path, *, overwrite: bool, inputs: tuple[Path, ...] =
     if target.exists() and not overwrite:
         raise s.CorpusError(target, "already exists; refusing to overwrite it (pass --overwrite to replace it "
                                     "once the new output is complete)")
+    if target.exists():
+        check_replaceable(target)
+
+
+# What marks a folder as an output of these jobs: a corpus or a finished recording (corpus.json),
+# a recording in progress (its state file), a diff (summary.json of kind diff).
+RECORD_STATE = "_record.json"
+SUMMARY = "summary.json"
+
+
+def _written_here(folder: Path) -> bool:
+    def manifest(file: Path) -> dict:
+        try:
+            data = json.loads(file.read_text())
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    return (manifest(folder / MANIFEST).get("format") == FORMAT
+            or manifest(folder / SUMMARY).get("format") == FORMAT
+            or bool(manifest(folder / RECORD_STATE).get("source")))
+
+
+def check_replaceable(target: Path) -> None:
+    """--overwrite replaces only what these jobs wrote (recognised by its manifest), never the
+    working directory or a folder that holds it."""
+    target = target.absolute()
+    here = Path.cwd().absolute()
+    if target == here or target in here.parents:
+        raise s.CorpusError(target, "is the working directory or holds it; refusing to replace it even with "
+                                    "--overwrite (give a folder of its own as the output)")
+    if not target.is_dir() or not _written_here(target):
+        raise s.CorpusError(target, f"is not a corpus, recording or diff written by python -m traces (no "
+                                    f"{MANIFEST}, {RECORD_STATE} or {SUMMARY} of format {FORMAT}); refusing to "
+                                    f"replace it even with --overwrite: remove it yourself or choose another output")
 
 
 @contextmanager

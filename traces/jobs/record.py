@@ -28,7 +28,7 @@ from traces.targets import TargetSpec
 from traces.transforms import KEY, program_table, with_seeds
 
 log = logging.getLogger("traces")
-STATE = "_record.json"
+STATE = c.RECORD_STATE
 JOURNAL = "_journal"
 
 
@@ -36,6 +36,8 @@ def _state_for(out: Path, source: Path, target: TargetSpec, *, overwrite: bool) 
     """The saved state of an unfinished recording of `source` on `target` at `out` (None: start anew)."""
     if not out.exists():
         return None
+    if overwrite:
+        c.check_replaceable(out)
     if (out / c.MANIFEST).exists() and not overwrite:
         raise CorpusError(out, "already a complete recording; refusing to overwrite it (pass --overwrite to record again)")
     state_file = out / STATE

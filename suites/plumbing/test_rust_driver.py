@@ -173,17 +173,20 @@ def test_a_batch_on_key_shared_is_dispatched_by_no_key(rust_target):
 
 
 @pytest.mark.broker
-def test_a_seek_on_exclusive_answers_consumer_busy_after_the_broker_sought(rust_target):
-    """The crate's seek is the broker's seek, then a new consumer in place of the old one; on
+def test_a_seek_on_exclusive_fails_after_the_broker_sought_and_keeps_the_old_queue(rust_target):
+    """KD-22. The crate's seek is the broker's seek, then a new consumer in place of the old one; on
     Exclusive the old one reconnects first and the new one is refused with ConsumerBusy (after the
     driver's 3 s of retries): the application gets an error for a seek that happened. The driver
-    answers `info` (unknown), never `fail` (did not happen), and the history is then one the model
-    allows: the old consumer gets the sought messages again."""
+    answers `info` (unknown), never `fail` (did not happen). The old consumer keeps what it had
+    queued before the seek (m1), then gets the sought messages: m1 twice with nothing between that
+    asked for it (no-duplicate-without-cause)."""
     spec = Spec(subscription_type=SubscriptionType.EXCLUSIVE, nack_delay_ms=100)
     rust_target.reset(spec, f"rust-seek-{time.monotonic_ns()}")
-    program = [o.Send(), o.Send(), o.Subscribe(consumer="c0"), *[o.Receive(consumer="c0", timeout_ms=2000)] * 2,
-               o.Seek(consumer="c0", message=M0), *[o.Receive(consumer="c0", timeout_ms=1000)] * 3]
+    program = [o.Send(), o.Send(), o.Subscribe(consumer="c0"), o.Receive(consumer="c0", timeout_ms=2000),
+               o.Tick(ms=200), o.Seek(consumer="c0", message=M0), *[o.Receive(consumer="c0", timeout_ms=1000)] * 3]
     history = [(op, rust_target.invoke(op)) for op in program]
     sought = history[5][1]
     assert sought.outcome is o.Outcome.INFO and sought.error.startswith("ConsumerBusy:"), sought
-    assert replay(spec, history, drained=False).verdict.violation is None
+    assert [c.value.message for _, c in history[6:]] == [M1, M0, M1]
+    violation = replay(spec, history, drained=False).verdict.violation
+    assert violation is not None and violation.guarantee is Guarantee.NO_DUPLICATE_WITHOUT_CAUSE, violation

@@ -15,6 +15,7 @@ MARKERS = {
     "slow": "takes more than a few seconds (ack timeouts are at least 10 s in the Python client)",
     "z3": "runs the Z3 solver",
     "spark": "starts a local Spark session",
+    "browser": "lays a report page out in headless Chromium (skipped without Debian's chromium package)",
     "restarts_broker": "restarts or crashes the session's broker: runs after every other test (after a kill -9 "
                        "the standalone's bookie registration can go stale and fail later tests' ledgers)",
     "guarantee": "guarantee(value, ...): the guarantees (model/guarantees.py values) a broker or fidelity test shows; "

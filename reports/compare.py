@@ -17,7 +17,7 @@ import sys
 from html import escape
 from pathlib import Path
 
-from reports.html import MARK, STYLE, css, matrix_head
+from reports.html import MARK, STYLE, css, matrix_head, scrolling
 from reports.markdown import compare_markdown, run_line
 from reports.results import InputError, Result, Summary, load_summary, order_spec_ids
 from reports.verdicts import Cell, Comparison
@@ -70,7 +70,7 @@ def render_html(comparison: Comparison, *, reports: tuple[str | None, str | None
             f"<h1>Conformance side by side: {escape(la)} vs {escape(lb)}</h1><ul>{runs}</ul><p>{links}</p>"
             f"<p class=\"totals\"><span>{len(comparison.differing)} of {len(comparison.cells)} cells differ</span>"
             f"<span>{len(comparison.in_one_run)} run by one side only</span></p>"
-            f"<table class=\"matrix\">{matrix_head(spec_ids)}<tbody>{''.join(rows)}</tbody></table>"
+            + scrolling(f"<table class=\"matrix\">{matrix_head(spec_ids)}<tbody>{''.join(rows)}</tbody></table>")
             + (f"<h2>Where the verdicts differ</h2><ul class=\"reasons\">{differing}</ul>" if differing else "")
             + (f"<h2>Run by one side only</h2><ul class=\"reasons\">{lonely}</ul>" if lonely else "")
             + "</body></html>\n")

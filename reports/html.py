@@ -20,7 +20,7 @@ from pathlib import Path
 from model.guarantees import Guarantee
 from reports import failures as stored
 from reports.results import GuaranteeCell, InputError, Result, Summary, guarantee_view, load_summary, subscription_of
-from reports.timeline import legend_svg, story, timeline_svg
+from reports.timeline import legend_svg, story, timeline_html
 from reports.vocabulary import FAILED, NOT_APPLICABLE, PASSED, UNKNOWN
 
 STYLE = """
@@ -28,9 +28,12 @@ body { font: 14px/1.45 "DejaVu Sans", Arial, sans-serif; color: #222; margin: 24
 h1 { font-size: 22px; margin: 0 0 4px; } h2 { font-size: 18px; margin: 28px 0 8px; border-bottom: 1px solid #ddd; }
 h3 { font-size: 16px; margin: 0 0 6px; } h4 { font-size: 14px; margin: 14px 0 4px; }
 .run { color: #555; margin: 0 0 12px; } .totals span { margin-right: 14px; font-weight: bold; }
-table.matrix { border-collapse: collapse; margin: 8px 0; }
-.matrix th, .matrix td { border: 1px solid #ccc; padding: 4px 8px; text-align: center; font-size: 13px; }
-.matrix th.area { text-align: left; } .matrix thead th { background: #f4f4f4; }
+.matrix-scroll { overflow: auto; max-width: 100%; max-height: 85vh; margin: 8px 0; }
+table.matrix { border-collapse: separate; border-spacing: 0; border-top: 1px solid #ccc; border-left: 1px solid #ccc; }
+.matrix th, .matrix td { border: solid #ccc; border-width: 0 1px 1px 0; padding: 4px 8px; text-align: center;
+  font-size: 13px; }
+.matrix th.area { text-align: left; position: sticky; left: 0; z-index: 1; background: #fff; }
+.matrix thead { position: sticky; top: 0; z-index: 2; } .matrix thead th { background: #f4f4f4; }
 td.passed { background: #e6f4ea; color: #1e5e2b; } td.failed { background: #fce8e6; color: #a50e0e; font-weight: bold; }
 td.unknown { background: #fef7e0; color: #8a5a00; } td.not-applicable { background: #f1f3f4; color: #666; }
 td.k-client-crashed { background: #f3e8fd; color: #6a1b9a; border: 2px dashed #8e24aa; }
@@ -96,7 +99,7 @@ def _matrix(summary: Summary) -> str:
     for area in summary.areas():
         cells = "".join(_cell(summary.result(area, s)) for s in spec_ids)
         rows.append(f"<tr><th class=\"area\">{escape(area)}</th>{cells}</tr>")
-    return f"<table class=\"matrix\">{matrix_head(spec_ids)}<tbody>{''.join(rows)}</tbody></table>"
+    return scrolling(f"<table class=\"matrix\">{matrix_head(spec_ids)}<tbody>{''.join(rows)}</tbody></table>")
 
 
 def _guarantee_matrix(summary: Summary) -> str:
@@ -107,8 +110,13 @@ def _guarantee_matrix(summary: Summary) -> str:
         tds = "".join(_guarantee_td(cells.get(s)) for s in spec_ids)
         rows.append(f"<tr id=\"g-{escape(guarantee)}\"><th class=\"area\" title=\"{escape(promise)}\">"
                     f"{escape(guarantee)}</th>{tds}</tr>")
-    return (f"<table class=\"matrix guarantees\">{matrix_head(spec_ids, label='guarantee')}"
-            f"<tbody>{''.join(rows)}</tbody></table>")
+    return scrolling(f"<table class=\"matrix guarantees\">{matrix_head(spec_ids, label='guarantee')}"
+                     f"<tbody>{''.join(rows)}</tbody></table>")
+
+
+def scrolling(table: str) -> str:
+    """A matrix in a box of the window's width that scrolls, its row labels and header kept in view."""
+    return f"<div class=\"matrix-scroll\">{table}</div>"
 
 
 def _guarantee_td(cell: GuaranteeCell | None) -> str:
@@ -194,8 +202,8 @@ def _failure(result: Result, violation, failure: stored.StoredFailure | None, fa
         parts.append(f"<p>The history file {escape(failures_dir)}/{escape(stem)}.jsonl is missing.</p></article>")
         return "\n".join(parts)
     drained = failure.expectation.get("drained")
-    parts += ["<h4>Timeline</h4>", "<div class=\"scroll\">",
-              timeline_svg(failure.events, violation=(violation.guarantee, violation.detail, bool(drained))), "</div>",
+    parts += ["<h4>Timeline</h4>",
+              timeline_html(failure.events, violation=(violation.guarantee, violation.detail, bool(drained))),
               "<h4>The shrunk program</h4>", "<ol class=\"story\" start=\"0\">",
               "".join(f"<li>{escape(line)}</li>" for line in story(failure.events)), "</ol>"]
     if drained is True:

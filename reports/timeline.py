@@ -8,7 +8,9 @@ acks, nacks, redelivery requests, seeks and close, the consumer's connected time
 broker lane for waits, unloads, restarts and crashes; and, for every cursor read, a column of the
 topic's entries: acknowledged up to markDeletePosition, individually deleted above it, the holes
 between, with markDeletePosition as a line across reads. `render(timeline)` draws it as inline SVG
-(no scripts, no external references; each event is a `<g class="ev">` with a tooltip).
+(no scripts, no external references; each event is a `<g class="ev">` with a tooltip);
+`timeline_html` puts it in a box that scrolls sideways with the lane names drawn apart over its
+left edge (`names_svg`, sticky), so that a long history keeps saying whose lane is whose.
 """
 
 from __future__ import annotations
@@ -152,20 +154,30 @@ def _consumer_mark(i: int, e: Event, title: str, failed: bool) -> Mark:
 
 
 # -- drawing -------------------------------------------------------------------------------------
-def render(timeline: Timeline) -> str:
+def _frame(timeline: Timeline) -> tuple[int, int, dict[str, int], int]:
+    """The picture's width and height, each lane's y, and the top of the cursor panel."""
     extra = 1 if timeline.violation and timeline.violation[2] else 0
-    columns = timeline.steps + extra
-    width = LEFT + columns * COL + RIGHT
+    width = LEFT + (timeline.steps + extra) * COL + RIGHT
     lanes_bottom = TOP + len(timeline.lanes) * LANE
     panel_top = lanes_bottom + 26
     panel_bottom = panel_top + timeline.entries * CELL if timeline.reads else lanes_bottom
     height = panel_bottom + (34 if timeline.violation else 14)
     lane_y = {lane: TOP + k * LANE + LANE // 2 for k, lane in enumerate(timeline.lanes)}
+    return width, height, lane_y, panel_top
+
+
+def render(timeline: Timeline, *, names: bool = True) -> str:
+    """The picture; `names=False` leaves out the left column's words (lane names, axis and cursor
+    labels), which `names_svg` draws apart so that a page can keep them in view."""
+    columns = timeline.steps + (1 if timeline.violation and timeline.violation[2] else 0)
+    width, height, lane_y, panel_top = _frame(timeline)
     out = [f'<svg class="timeline" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" '
            f'aria-label="timeline of {timeline.steps} events" font-family="DejaVu Sans, Arial, sans-serif" '
            f'font-size="10">', f'<rect width="{width}" height="{height}" fill="#fff"/>']
     out += _violation_band(timeline, lane_y, height, columns)
     out += _axes(timeline, lane_y, width)
+    if names:
+        out += _names(timeline, lane_y, panel_top)
     for consumer, start, end in timeline.sessions:
         y = lane_y[consumer]
         out.append(f'<rect class="session" x="{_x(start)}" y="{y - 13}" width="{_x(end) - _x(start)}" height="26" '
@@ -187,13 +199,36 @@ def render(timeline: Timeline) -> str:
     return "\n".join(out)
 
 
+def names_svg(timeline: Timeline) -> str:
+    """The left column of `render`'s picture alone (lane names, axis and cursor labels) on white,
+    as wide as the margin left of the first step: drawn over the picture, it stays in view while
+    the picture scrolls under it."""
+    _, height, lane_y, panel_top = _frame(timeline)
+    return (f'<svg class="lane-names" width="{LEFT}" height="{height}" viewBox="0 0 {LEFT} {height}" role="img" '
+            f'aria-label="lanes" font-family="DejaVu Sans, Arial, sans-serif" font-size="10" '
+            f'style="position: sticky; left: 0; z-index: 1; flex: none; margin-right: -{LEFT}px">'
+            f'<rect width="{LEFT - 4}" height="{height}" fill="#fff" opacity="0.94"/>'
+            f'<line x1="{LEFT - 4}" y1="0" x2="{LEFT - 4}" y2="{height}" stroke="#e0e0e0"/>'
+            + "".join(_names(timeline, lane_y, panel_top)) + "</svg>")
+
+
+def _names(timeline: Timeline, lane_y: dict[str, int], panel_top: int) -> list[str]:
+    out = ['<text x="8" y="16" fill="#666">step</text>', '<text x="8" y="32" fill="#666">time (ms)</text>']
+    out += [f'<text class="lane" x="8" y="{y + 4}" font-size="12" font-weight="bold" fill="#222">{escape(lane)}</text>'
+            for lane, y in lane_y.items()]
+    if timeline.reads:
+        out.append(f'<text x="8" y="{panel_top - 10}" font-size="12" font-weight="bold" fill="#222">cursor</text>')
+        out += [f'<text x="{LEFT - 10}" y="{panel_top + e * CELL + 10}" text-anchor="end" fill="{colour(e)}" '
+                f'font-weight="bold">m{e}</text>' for e in range(timeline.entries)]
+    return out
+
+
 def _x(step: int) -> float:
     return LEFT + step * COL + COL / 2
 
 
 def _axes(timeline: Timeline, lane_y: dict[str, int], width: int) -> list[str]:
-    out = ['<text x="8" y="16" fill="#666">step</text>', '<text x="8" y="32" fill="#666">time (ms)</text>']
-    previous = None
+    out, previous = [], None
     for i, at in enumerate(timeline.times):
         out.append(f'<text x="{_x(i)}" y="16" text-anchor="middle" fill="#666">{i}</text>')
         if at != previous:
@@ -202,7 +237,6 @@ def _axes(timeline: Timeline, lane_y: dict[str, int], width: int) -> list[str]:
             previous = at
     for lane, y in lane_y.items():
         out.append(f'<line x1="{LEFT - 6}" y1="{y}" x2="{width - RIGHT + 10}" y2="{y}" stroke="#ccc"/>')
-        out.append(f'<text x="8" y="{y + 4}" font-size="12" font-weight="bold" fill="#222">{escape(lane)}</text>')
     return out
 
 
@@ -272,10 +306,7 @@ def _dash(mark: Mark) -> str:
 
 def _cursor_panel(timeline: Timeline, top: int) -> list[str]:
     bottom = top + timeline.entries * CELL
-    out = [f'<text x="8" y="{top - 10}" font-size="12" font-weight="bold" fill="#222">cursor</text>',
-           f'<line x1="{LEFT - 6}" y1="{top - 4}" x2="{LEFT + timeline.steps * COL}" y2="{top - 4}" stroke="#ccc"/>']
-    out += [f'<text x="{LEFT - 10}" y="{top + e * CELL + 10}" text-anchor="end" fill="{colour(e)}" '
-            f'font-weight="bold">m{e}</text>' for e in range(timeline.entries)]
+    out = [f'<line x1="{LEFT - 6}" y1="{top - 4}" x2="{LEFT + timeline.steps * COL}" y2="{top - 4}" stroke="#ccc"/>']
     line = []
     for read in timeline.reads:
         x = _x(read.step)
@@ -314,6 +345,13 @@ def _entry_state(read: CursorRead, entry: int) -> str:
 
 def timeline_svg(events, *, violation: tuple[str, str, bool] | None = None) -> str:
     return render(layout(events, violation=violation))
+
+
+def timeline_html(events, *, violation: tuple[str, str, bool] | None = None) -> str:
+    """The picture in a box that scrolls sideways, its lane names kept in view over it."""
+    timeline = layout(events, violation=violation)
+    return ('<div class="scroll timeline-scroll"><div style="display: flex; width: max-content">'
+            f'{names_svg(timeline)}{render(timeline, names=False)}</div></div>')
 
 
 LEGEND = (("send", "send: entry (key below)"), ("delivery", "received (rc = redelivery count)"),

@@ -1,7 +1,8 @@
-"""The diff's HTML page: one self-contained file (inline CSS and SVG, no script, no server, no CDN).
+"""The diff's HTML page: one self-contained file (inline CSS, no script, no server, no CDN).
 
 It reads results, never decides them: the summary written by the diff job and the steps of the
-representative programs. Charts: programs per status, divergent programs per signature and per spec.
+representative programs. Charts (HTML bars, each label whole): programs per status, divergent
+programs per signature and per spec.
 """
 
 from __future__ import annotations
@@ -11,9 +12,6 @@ from html import escape
 from model.describe import describe_completion, describe_op
 from model.history import FIELDS, Event, MalformedEvent, completion_of, op_of
 
-BAR_HEIGHT = 18
-LABEL_WIDTH = 430
-CHART_WIDTH = 820
 SHOWN_BARS = 30
 TABLE_ROWS = 200
 COLORS = {"same": "#7fb77e", "differs": "#d9534f", "only_expected": "#f0ad4e", "only_observed": "#5bc0de"}
@@ -23,28 +21,23 @@ body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-width:1200px}
 h1{font-size:22px}h2{font-size:18px;margin-top:32px}h3{font-size:15px;margin-bottom:4px}
 table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ccc;padding:3px 6px;text-align:left;vertical-align:top}
 th{background:#f3f3f3}tr.divergent td{background:#fde2e1}code{font-size:12px}.muted{color:#777}
-svg text{font:12px system-ui,sans-serif}
+.chart{display:grid;grid-template-columns:minmax(10em,45%) minmax(12em,1fr);gap:3px 10px;align-items:center;
+max-width:980px;margin:8px 0;font-size:12px}.bar-label{overflow-wrap:anywhere}
+.bar-track{display:flex;align-items:center;gap:4px}.bar{display:inline-block;height:14px}
 """
 
 
 def bar_chart(rows: list[tuple[str, int, str]], *, title: str) -> str:
-    """A horizontal bar chart as inline SVG: (label, value, color) per bar."""
+    """A horizontal bar chart in HTML: (label, value, color) per bar. Labels are whole and wrap
+    (signatures differ only at their end); bars are a share of the widest."""
     if not rows:
         return f'<p class="muted">{escape(title)}: nothing to show.</p>'
     top = max(value for _, value, _ in rows) or 1
-    height = BAR_HEIGHT * len(rows) + 10
-    span = CHART_WIDTH - LABEL_WIDTH - 60
-    bars = []
-    for i, (label, value, color) in enumerate(rows):
-        y = 5 + i * BAR_HEIGHT
-        width = max(1, round(span * value / top)) if value else 0
-        short = label if len(label) <= 70 else label[:67] + "..."
-        bars.append(
-            f'<text x="{LABEL_WIDTH - 6}" y="{y + 13}" text-anchor="end"><title>{escape(label)}</title>{escape(short)}</text>'
-            f'<rect x="{LABEL_WIDTH}" y="{y + 2}" width="{width}" height="{BAR_HEIGHT - 4}" fill="{color}"/>'
-            f'<text x="{LABEL_WIDTH + width + 4}" y="{y + 13}">{value:,}</text>')
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" role="img" aria-label="{escape(title)}" width="{CHART_WIDTH}" '
-            f'height="{height}" viewBox="0 0 {CHART_WIDTH} {height}">{"".join(bars)}</svg>')
+    bars = "".join(
+        f'<div class="bar-label">{escape(label)}</div><div class="bar-track">'
+        f'<span class="bar" style="width: calc((100% - 6em) * {value / top:.4f}); background: {color}"></span>'
+        f'<span>{value:,}</span></div>' for label, value, color in rows)
+    return f'<div class="chart" role="figure" aria-label="{escape(title)}">{bars}</div>'
 
 
 def signature_label(sig: dict) -> str:

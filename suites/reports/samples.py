@@ -4,7 +4,9 @@
 (fixtures/targets/faulty.py: LosesAMessage) in lock-step with the model through a fixed program,
 so the failure, its history and its reproduction are the real thing, not a hand-made imitation.
 `LosesAMessageOnce` has that fault in the first program it runs only (in this process): a failure
-that never reproduces on replay.
+that never reproduces on replay. `full_run` is a run as wide as the whole catalog, with a 61-step
+broker timeline among its failures, and `trace_diff_summary` what the trace diff's page reads: the
+pages a browser lays out (suites/reports/test_pages_in_a_browser.py).
 """
 
 from __future__ import annotations
@@ -89,3 +91,76 @@ def failed_run_with_files(folder: Path) -> Summary:
                   result("negative_ack", "Shared", "unknown", reason="the test raised TimeoutError: broker gone"))
     save(folder, run)
     return run
+
+
+class StoredProgram:
+    """A failure's shape (reports.failures.FailureLike) around a given history: what write_failure stores."""
+
+    def __init__(self, violation, history, spec: Spec, source: str = "") -> None:
+        self.violation, self.history, self.spec, self.source = violation, tuple(history), spec, source
+
+
+def long_broker_history(steps: int = 61) -> list[tuple[o.Op, o.Completion]]:
+    """A program of `steps` ops on two Shared consumers with waits on the broker lane: sends, receives,
+    acks, nacks and ticks, as wide as a long broker timeline gets."""
+    history = [(o.Send(keys=(f"k{i}",)), o.ok((o.MessageId(i),))) for i in range(6)]
+    history += [(o.Subscribe(consumer="c0"), o.ok()), (o.Subscribe(consumer="c1"), o.ok())]
+    at, entry = 0, 0
+    while len(history) < steps:
+        consumer = ("c0", "c1")[len(history) % 2]
+        message = o.MessageId(entry % 6)
+        history.append((o.Receive(consumer=consumer), o.ok(o.Delivery(message=message, redelivery_count=0), at=at)))
+        history.append((o.NegativeAcknowledge(consumer=consumer, message=message) if entry % 3 == 0
+                        else o.Acknowledge(consumer=consumer, message=message), o.ok(at=at)))
+        at += 150
+        history.append((o.Tick(ms=150), o.ok(at=at)))
+        entry += 1
+    return history[:steps]
+
+
+def full_run(folder: Path) -> Summary:
+    """A run as wide as the whole catalog (every area on every spec id of suites/conformance), with
+    failures in the last columns (Key_Shared) and a 61-step broker timeline among them; its files
+    under folder/failures, its summary in folder/summary.json."""
+    from model.guarantees import Guarantee
+    from model.violations import Violation
+    from suites.conformance.catalog import CHECKS
+
+    lost = lost_message_failure()
+    long = StoredProgram(Violation(guarantee=Guarantee.NO_LOSS, detail="drained every consumer, yet m5 never came"),
+                         long_broker_history(), SHARED, source="# the reproduction\n")
+    failing = {("negative_ack", "Shared"): long, ("negative_ack", "Key_Shared"): long}
+    results = []
+    for check in CHECKS:
+        for spec_id in check.specs:
+            failure = failing.get((check.area, spec_id), lost if spec_id.startswith("Key_Shared") else None)
+            if failure is None:
+                results.append(result(check.area, spec_id, "passed"))
+                continue
+            stem = f"{check.area}-{spec_id}"
+            write_failure(folder / "failures", stem, failure, area=check.area, spec_id=spec_id, target="pulsar")
+            results.append(result(check.area, spec_id, FAILED, guarantee=failure.violation.guarantee.value,
+                                  detail=failure.violation.detail, failure=stem))
+    run = summary(*results)
+    save(folder, run)
+    return run
+
+
+def trace_diff_summary() -> dict:
+    """What traces diff's job writes to summary.json, as its page (traces/report.py) reads it: four
+    signatures of one op and spec whose labels differ only past their 70th character, and specs
+    described at full length."""
+    spec_id, describe = "Exclusive-batch-index-ack", SHARED.with_(
+        subscription_type=SubscriptionType.EXCLUSIVE, client_batch_index_ack=True).describe()
+    fields = ("delivered_entry, delivered_index, redelivery_count", "delivered_entry, delivered_index",
+              "delivered_entry, redelivery_count", "delivered_index, redelivery_count")
+    signatures = [{"signature": f"sig{k}", "op": "receive", "spec_id": spec_id, "expected_class": "delivery",
+                   "observed_class": "delivery", "fields": f, "programs": 40 - k,
+                   "representative_program": f"p{k}", "representative_steps": 9, "representative_step": 5}
+                  for k, f in enumerate(fields)]
+    per_spec = [{"spec_id": s, "describe": describe, "same": 10, "differs": 4 * (k + 1),
+                 "only_expected": 0, "only_observed": 0} for k, s in enumerate((spec_id, "Shared-batch-index-ack"))]
+    return {"programs": {"same": 20, "differs": 12, "only_expected": 1, "only_observed": 0},
+            "signatures": signatures, "signature_count": 4, "per_spec": per_spec, "divergent_programs": 12,
+            "expected": {"path": "expected", "kind": "corpus"}, "observed": {"path": "observed", "kind": "corpus"},
+            "compared_columns": ["op", "outcome"]}

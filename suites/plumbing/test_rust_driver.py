@@ -174,7 +174,7 @@ def test_a_batch_on_key_shared_is_dispatched_by_no_key(rust_target):
 
 @pytest.mark.broker
 def test_a_seek_on_exclusive_fails_after_the_broker_sought_and_keeps_the_old_queue(rust_target):
-    """KD-22. The crate's seek is the broker's seek, then a new consumer in place of the old one; on
+    """KD-23. The crate's seek is the broker's seek, then a new consumer in place of the old one; on
     Exclusive the old one reconnects first and the new one is refused with ConsumerBusy (after the
     driver's 3 s of retries): the application gets an error for a seek that happened. The driver
     answers `info` (unknown), never `fail` (did not happen). The old consumer keeps what it had

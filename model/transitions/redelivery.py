@@ -153,6 +153,11 @@ def redeliver(state: State, consumer: str, at: int, *, window: tuple[int, int], 
                                                 count_hi=message.count_hi + 1,
                                                 dead_letter_unsure=message.dead_letter_unsure
                                                 or (limit is not None and message.older_copy_count >= limit))
+        elif message.status is ACKED and message.dead_letter_unsure and message.extra_deliveries and tracked:
+            # A copy of a message its client may have dead-lettered may sit in this consumer's
+            # receiver queue: the broker counts it as pending here (shown by history
+            # broker-maybe-dead-lettered-queued-copy-counted.redelivery_count_and_dead_letter-Shared-dlq1).
+            changed[message.id] = message.with_(count_hi=message.count_hi + 1)
         elif message.status is ACKED and not message.ack_confirmed and rewind:
             changed[message.id] = message.with_(extra_deliveries=message.extra_deliveries + 1)
         elif message.status is AVAILABLE:

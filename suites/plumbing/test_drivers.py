@@ -73,6 +73,20 @@ def test_the_reference_model_as_a_driver_passes_every_check_through_the_protocol
         target.close()
 
 
+def test_a_spec_names_the_client_the_driver_named_in_its_handshake(tmp_path):
+    """The catalog's specs name the default client; a run through a driver says the one it runs."""
+    from fixtures.targets.recording import RecordingTarget
+    from suites.machines import as_run
+
+    target = _model_driver()
+    try:
+        label = f"{target.client['client']}-{target.client['version']}"
+        assert as_run(Spec(), RecordingTarget(target, tmp_path)).client == label != Spec().client
+        assert as_run(Spec(), object()) == Spec()  # no driver: the spec as it is
+    finally:
+        target.close()
+
+
 def test_every_catalog_check_asks_only_what_the_python_client_declares():
     """With --client python no check is skipped as not applicable: the catalog's specs need only
     what pulsar-client offers (drivers/python/driver.py's CAPABILITIES)."""

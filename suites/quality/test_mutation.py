@@ -79,8 +79,8 @@ def programs():
 
 def test_a_known_bad_mutant_is_killed(tmp_path, programs):
     """An `and` turned `or` in the ideal broker: a second consumer is refused on every type."""
-    mutant = edited("simulate.py", "SubscriptionType.EXCLUSIVE and state.connected()",
-                    "SubscriptionType.EXCLUSIVE or state.connected()", number=1)
+    mutant = edited("simulate.py", "SubscriptionType.EXCLUSIVE and connected:",
+                    "SubscriptionType.EXCLUSIVE or connected:", number=1)
     result = run_mutant(mutant, tmp_path, programs, checks=(check("key_shared"),))
     assert result["outcome"] == KILLED, result
     assert result["guarantee"] == "subscribe" and result["by"] == "key_shared[Key_Shared]"

@@ -37,11 +37,14 @@ def compare(a: Summary, b: Summary, labels: tuple[str, str] | None = None) -> Co
 
 
 def run_labels(a: Summary, b: Summary) -> tuple[str, str]:
-    """Name each run by what sets it apart: the Pulsar version, the client and its version, the
-    target, in that order, each only when the two runs differ in it (two clients on one broker
-    compare as two broker versions do); `(A)` and `(B)` when they differ in none."""
+    """Name each run by what sets it apart: the Pulsar version (read from a given broker too),
+    where the broker was (embedded or the URL given; only when the versions agree), the client and
+    its version, the target, in that order, each only when the two runs differ in it (two clients
+    on one broker compare as two broker versions do); `(A)` and `(B)` when they differ in none."""
     facts = [(run.label_parts()) for run in (a, b)]
     differing = [i for i in range(len(facts[0])) if facts[0][i] != facts[1][i]]
+    if 0 in differing and 1 in differing:  # two versions: where each broker was adds nothing
+        differing.remove(1)
     if not differing:
         return f"{a.label()} (A)", f"{b.label()} (B)"
     return tuple(" · ".join(str(f[i] or "?") for i in differing) for f in facts)

@@ -17,6 +17,10 @@ the `target` fixture's `reset` and `invoke`). At the end of the session it write
   and expectation (reports/failures.py);
 - `report.html`: one static page (reports/html.py).
 
+The run's `pulsar` and `client` say what really ran: the broker the tests ran on (its version, and
+`embedded` when the suite started it, else the `--service-url` it was given; none for an in-process
+target), and the client whose driver answered its hello (none when no client ran).
+
 JUnit XML and allure results are pytest's (`--junitxml`) and allure's (`--alluredir`). When the run
 covers suites/conformance (or `--reports-dir` is given) and the user named neither, they default to
 `<reports-dir>/junit.xml` and `<reports-dir>/allure-results` (cleaned first); the histories of every
@@ -28,10 +32,8 @@ on the test report (`report.conformance`), so it also reaches the controller und
 
 from __future__ import annotations
 
-import importlib
 import importlib.metadata
 import json
-import os
 import platform
 import sys
 from collections.abc import Callable, Iterator
@@ -54,6 +56,7 @@ REPLAY_FAILURES = "--replay-failures"
 DEFAULT_DIR = Path("reports/out")
 DEFAULT_HISTORIES = Path("reports/out/histories")  # the default of --histories (fixtures/options.py)
 RECORD = "conformance"  # the attribute on a TestReport that carries the verdict
+BROKER_FIXTURE = "pulsar_broker"  # fixtures/pulsar.py: the session's broker (a PulsarEndpoint)
 STDERR_TAIL = 3  # lines of a crashed driver's stderr in the verdict (all of it is in the sidecar)
 RANK = {PASSED: 0, NOT_APPLICABLE: 1, UNKNOWN: 2, FAILED: 3}  # when phases disagree, the worst one wins
 
@@ -133,6 +136,7 @@ class ConformanceReports:
         self.written: list[Path] = []
         self.problems: list[str] = []
         self.totals: dict[str, int] = {}
+        self.broker: dict | None = None  # the session broker this process's tests ran on, once one was set up
 
     # -- before the run ------------------------------------------------------------------------
     def prepare(self) -> None:
@@ -151,6 +155,18 @@ class ConformanceReports:
         stored.clear(self.folder / "failures")
 
     # -- while tests run (on the worker, under xdist) ---------------------------------------------
+    @pytest.hookimpl(wrapper=True)
+    def pytest_fixture_setup(self, fixturedef, request):
+        """Remember the broker the session fixture (fixtures/pulsar.py `pulsar_broker`) gave: its
+        version (the embedded one's, or what the probe read from a given one) and whether the suite
+        started it; each conformance test's record carries it to the summary."""
+        value = yield
+        if fixturedef.argname == BROKER_FIXTURE and hasattr(value, "service_url"):
+            self.broker = {"version": getattr(value, "version", None),
+                           "embedded": getattr(value, "controller", None) is not None,
+                           "service_url": value.service_url}
+        return value
+
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_call(self, item: pytest.Item):
         if not is_conformance(item):
@@ -188,6 +204,8 @@ class ConformanceReports:
             if isinstance(client, dict) and client.get("client"):
                 record["client"] = {"name": client["client"], "version": client.get("version"),
                                     "protocol": client.get("protocol")}
+            if self.broker is not None:
+                record["broker"] = self.broker
             counts = item.stash.get(COUNTS, None)
             record.update(duration_s=round(report.duration, 3),
                           examples=counts.examples if counts else None, steps=counts.steps if counts else None)
@@ -301,6 +319,8 @@ class ConformanceReports:
             terminalreporter.write_line(problem, red=True, bold=True)
 
     def run_info(self) -> dict:
+        """What really ran: the target; the broker its tests ran on (version, embedded or given),
+        or none; the client whose driver answered, or none (an in-process target drives no client)."""
         from hypothesis import settings
 
         config = self.config
@@ -308,10 +328,11 @@ class ConformanceReports:
         modelled = {name: sorted({r["spec_fields"][name] for r in self.records.values() if r.get("spec_fields")})
                     for name in ("broker_version", "client")}
         driven = next((r["client"] for r in self.records.values() if r.get("client")), None)
+        broker = next((r["broker"] for r in self.records.values() if r.get("broker")), None)
         return {
-            "target": target, "pulsar": _pulsar(config, target, modelled["broker_version"]),
-            "client": {**(driven or {"name": _client_option(config, target), "version": None}),
-                       "pulsar-client": _version("pulsar-client"), "modelled": modelled["client"]},
+            "target": target, "pulsar": _pulsar(config, target, broker, modelled["broker_version"]),
+            "client": {**(driven or {"name": None, "version": None}), "requested": _client_option(config, target),
+                       "modelled": modelled["client"]},
             "hypothesis_profile": settings.get_current_profile_name(), "python": platform.python_version(),
             "run_id": getattr(sys.modules.get("fixtures.pulsar"), "RUN_ID", None),
             "started": self.started, "finished": _now(), "args": [str(a) for a in config.invocation_params.args],
@@ -385,21 +406,20 @@ def pytest_report_header(config: pytest.Config) -> str | None:
     return f"conformance: --target {target}, client {shown} as a driver process (drivers/PROTOCOL.md)"
 
 
-def _pulsar(config: pytest.Config, target: str | None, modelled: list[str]) -> dict:
+def _pulsar(config: pytest.Config, target: str | None, broker: dict | None, modelled: list[str]) -> dict:
+    """The broker the run's tests ran on: `version` (the embedded broker's, or what a given broker's
+    admin API said), `embedded` (the suite started it) or not (`--service-url`), or no broker at all."""
     info: dict = {"modelled": modelled}
+    if broker is not None:
+        where = "embedded broker" if broker["embedded"] else f"existing broker at {broker['service_url']} (--service-url)"
+        given = {} if broker["embedded"] else {"service_url": broker["service_url"]}
+        return {**info, "version": broker.get("version"), "embedded": broker["embedded"], **given, "source": where}
     if target == "model":
-        return {**info, "version": None, "source": "none: the reference model target"}
+        return {**info, "version": None, "embedded": None, "source": "none: the reference model target"}
     service_url = config.getoption("service_url", None)
-    if service_url:
-        return {**info, "version": config.getoption("pulsar_version", None),
-                "source": f"existing broker at {service_url} (--service-url)"}
-    version = config.getoption("pulsar_version", None) or os.environ.get("PULSAR_VERSION")
-    if not version:
-        try:
-            version = importlib.import_module("fixtures.broker.config").default_version()
-        except ImportError:
-            version = None
-    return {**info, "version": version, "source": "embedded broker"}
+    return {**info, "version": None, "embedded": None,
+            "source": f"none answered at {service_url} (--service-url)" if service_url
+            else "none: no broker ran"}
 
 
 def _version(distribution: str) -> str | None:

@@ -120,10 +120,13 @@ class Summary:
         name = client.get("name")
         return " ".join(str(client[k]) for k in ("name", "version") if client.get(k)) if name else None
 
-    def label_parts(self) -> tuple[str | None, str | None, str | None]:
-        """What can set two runs apart: the Pulsar version, the client, the target."""
+    def label_parts(self) -> tuple[str | None, str | None, str | None, str | None]:
+        """What can set two runs apart: the Pulsar version, where that broker was (`embedded`, or
+        `at <service URL>` when given), the client, the target."""
         pulsar = self.run.get("pulsar") or {}
-        return pulsar.get("version"), self.client(), self.run.get("target")
+        embedded = pulsar.get("embedded")
+        where = "embedded" if embedded else f"at {pulsar.get('service_url') or '?'}" if embedded is False else None
+        return pulsar.get("version"), where, self.client(), self.run.get("target")
 
 
 def order_spec_ids(spec_ids) -> list[str]:

@@ -91,3 +91,17 @@ def test_an_unknown_of_another_kind_is_a_difference():
     timed_out = summary(result("seek", "Shared", "unknown", reason="the test raised TimeoutError"))
     refused = summary(result("seek", "Shared", "unknown", reason="the test raised ConnectError: Connection refused"))
     assert len(compare.compare(timed_out, refused).differing) == 1
+
+
+def on_broker(run, version: str, service_url: str | None):
+    """The run's broker as reports/plugin.py records it: embedded, or given (--service-url)."""
+    where = ({"embedded": True, "source": "embedded broker"} if service_url is None else
+             {"embedded": False, "service_url": service_url, "source": f"existing broker at {service_url}"})
+    return replace(run, run={**run.run, "pulsar": {"version": version, **where}})
+
+
+def test_runs_on_an_embedded_and_a_given_broker_are_named_by_where_the_broker_was():
+    run = summary(result("seek", "Shared", "passed"))
+    embedded, given = on_broker(run, "4.2.4", None), on_broker(run, "4.2.4", "pulsar://cluster:6650")
+    assert compare.run_labels(embedded, given) == ("embedded", "at pulsar://cluster:6650")
+    assert compare.run_labels(on_broker(run, "4.0.7", None), given) == ("4.0.7", "4.2.4")  # the versions say it

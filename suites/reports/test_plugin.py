@@ -132,8 +132,39 @@ def test_not_a_conformance_test():
 '''
 
 
-def make_project(folder: Path) -> Path:
-    files = {"conftest.py": CONFTEST, "suites/conformance/test_individual_ack.py": INDIVIDUAL_ACK,
+# The session broker as fixtures/pulsar.py gives one with --service-url (a PulsarEndpoint: the
+# suite did not start it, the probe read its version), and a target whose client driver answered.
+GIVEN_BROKER_CONFTEST = '''
+from types import SimpleNamespace
+
+import pytest
+
+pytest_plugins = ["reports.plugin"]
+
+
+def pytest_addoption(parser):
+    parser.addoption("--target", default="pulsar")
+
+
+@pytest.fixture(scope="session")
+def pulsar_broker():
+    return SimpleNamespace(service_url="pulsar://broker.example:6650", admin_url="http://broker.example:8080",
+                           version="4.2.4", controller=None)
+
+
+@pytest.fixture
+def target(pulsar_broker):
+    from fixtures.targets.faulty import LosesAMessage
+
+    target = LosesAMessage()
+    target.name = "pulsar"
+    target.target, target.client = target, {"client": "python", "version": "3.13.0", "protocol": 1}
+    return target
+'''
+
+
+def make_project(folder: Path, conftest: str = CONFTEST) -> Path:
+    files = {"conftest.py": conftest, "suites/conformance/test_individual_ack.py": INDIVIDUAL_ACK,
              "suites/conformance/test_batches.py": BATCHES,
              "suites/conformance/test_consumer_close.py": CONSUMER_CLOSE, "other/test_other.py": OTHER}
     for name, text in files.items():
@@ -178,6 +209,30 @@ def test_the_summary_has_one_cell_per_area_and_spec_with_its_outcome(finished):
     assert cells["batches"]["Shared"]["guarantees"] == ["no-phantom", "order"]
     assert summary["totals"] == {"passed": 1, "failed": 2, "unknown": 3, "not applicable": 1}
     assert summary["run"]["target"] == "fixtures.targets.faulty:LosesAMessage"
+
+
+def test_a_target_that_ran_no_broker_and_no_client_says_so(finished):
+    folder, _ = finished
+    run = json.loads((folder / "summary.json").read_text())["run"]
+    assert (run["pulsar"]["version"], run["pulsar"]["embedded"]) == (None, None)
+    assert run["pulsar"]["source"] == "none: no broker ran"
+    assert (run["client"]["name"], run["client"]["version"]) == (None, None) and "pulsar-client" not in run["client"]
+    page = (folder / "report.html").read_text()
+    assert "embedded broker" not in page and "pulsar-client" not in page
+
+
+def test_a_given_broker_s_version_and_the_client_that_answered_are_the_run_s(tmp_path):
+    project = make_project(tmp_path, GIVEN_BROKER_CONFTEST)
+    done = pytest_run(project, "suites/conformance/test_individual_ack.py::test_individual_ack[Shared]")
+    assert done.returncode == 0, done.stdout + done.stderr
+    summary = json.loads((project / "reports" / "out" / "summary.json").read_text())
+    pulsar, client = summary["run"]["pulsar"], summary["run"]["client"]
+    assert (pulsar["version"], pulsar["embedded"], pulsar["service_url"]) == ("4.2.4", False,
+                                                                             "pulsar://broker.example:6650")
+    assert pulsar["source"] == "existing broker at pulsar://broker.example:6650 (--service-url)"
+    assert (client["name"], client["version"]) == ("python", "3.13.0")
+    assert "Pulsar 4.2.4 (existing broker at pulsar://broker.example:6650 (--service-url))" in \
+        (project / "reports" / "out" / "summary.md").read_text()
 
 
 def test_the_guarantees_a_test_can_break_come_from_its_guarantee_marks(finished):

@@ -27,7 +27,9 @@ covers suites/conformance (or `--reports-dir` is given) and the user named neith
 program (`--histories`) follow the reports folder when left at their default. With
 `--replay-failures N` each failing example is replayed N times on the test's own target as soon as
 it is found, and its violation records how often it reproduced (reports/replay_failures.py). The verdict travels
-on the test report (`report.conformance`), so it also reaches the controller under pytest-xdist.
+on the test report (`report.conformance`), so it also reaches the controller under pytest-xdist,
+whose workers write failures, allure results and histories into the folders the controller settled
+(handed over in each worker's `workerinput`).
 """
 
 from __future__ import annotations
@@ -56,6 +58,8 @@ REPLAY_FAILURES = "--replay-failures"
 DEFAULT_DIR = Path("reports/out")
 DEFAULT_HISTORIES = Path("reports/out/histories")  # the default of --histories (fixtures/options.py)
 RECORD = "conformance"  # the attribute on a TestReport that carries the verdict
+WORKER_INPUT = "conformance_reports"  # pytest-xdist: the controller's folders, in each worker's workerinput
+FOLLOWED = ("allure_report_dir", "histories")  # options a worker takes from the controller
 BROKER_FIXTURE = "pulsar_broker"  # fixtures/pulsar.py: the session's broker (a PulsarEndpoint)
 STDERR_TAIL = 3  # lines of a crashed driver's stderr in the verdict (all of it is in the sidecar)
 RANK = {PASSED: 0, NOT_APPLICABLE: 1, UNKNOWN: 2, FAILED: 3}  # when phases disagree, the worst one wins
@@ -81,7 +85,9 @@ def pytest_configure(config: pytest.Config) -> None:
     folder = config.invocation_params.dir / (given or DEFAULT_DIR)  # fixed now, whatever a test's cwd is later
     reports = ConformanceReports(config, folder, explicit=given is not None)
     config.pluginmanager.register(reports, "conformance-reports")
-    if (given is not None or covers_conformance(config)) and not _is_worker(config):
+    if _is_worker(config):
+        reports.follow(config.workerinput.get(WORKER_INPUT) or {})
+    elif given is not None or covers_conformance(config):
         reports.prepare()
 
 
@@ -153,6 +159,26 @@ class ConformanceReports:
         for name in ("summary.json", "summary.md", "report.html"):
             (self.folder / name).unlink(missing_ok=True)
         stored.clear(self.folder / "failures")
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node) -> None:
+        """pytest-xdist, on the controller: hand each worker the folders settled here (a worker's
+        own pytest_configure sees only the command line)."""
+        option = self.config.option
+        node.workerinput[WORKER_INPUT] = {"folder": str(self.folder),
+                                          **{name: getattr(option, name, None) for name in FOLLOWED}}
+
+    def follow(self, settled: dict) -> None:
+        """On a pytest-xdist worker: write where the controller settled (failures under its folder,
+        allure results and histories in its defaults; the controller has cleaned them already)."""
+        if settled.get("folder"):
+            self.folder = Path(settled["folder"])
+        option = self.config.option
+        for name in FOLLOWED:
+            if settled.get(name) is not None and hasattr(option, name):
+                setattr(option, name, settled[name])
+        if settled.get("allure_report_dir") and hasattr(option, "clean_alluredir"):
+            option.clean_alluredir = False  # each worker cleaning it would delete the others' results
 
     # -- while tests run (on the worker, under xdist) ---------------------------------------------
     @pytest.hookimpl(wrapper=True)

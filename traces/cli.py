@@ -95,6 +95,9 @@ def _validate(spark, path: str) -> dict:
     from traces import corpus as c
 
     opened = c.open_corpus(spark, path)
+    problems = [] if opened.manifest.get("kind") == "history" else c.page_problems(opened.path)
+    if problems:
+        raise CorpusError(opened.path, problems)
     problems = c.value_problems(opened.events)
     if problems:
         raise CorpusError(opened.path, problems)

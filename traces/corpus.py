@@ -3,9 +3,12 @@ that nothing already written is lost.
 
     <corpus>/events/spec_id=<id>/*.parquet   the events (model.history.Event), partitioned by spec
     <corpus>/programs/*.parquet              one row per program: steps, fingerprint, seed
-    <corpus>/corpus.json                     what made it (kind, seed, specs, counts), written last
+    <corpus>/corpus.json                     what made it (kind, seed, specs, counts) and the size
+                                             and CRC-32 of each data file, written last
 
-An input may also be a bare Parquet dataset or file of events (its per-program table is then
+Opening a corpus checks every data file against corpus.json's sizes and CRC-32s (a diff reads
+only the pages of differing programs: a corrupt page elsewhere would go unnoticed), and every
+file's footer against the schema. An input may also be a bare Parquet dataset or file of events (its per-program table is then
 computed on the fly), or a JSON-lines history. Outputs are built in a hidden staging directory next
 to the target and renamed into place when complete; an existing output is refused unless
 `overwrite`, and then it is replaced only after the new one is complete, and only if these jobs
@@ -19,11 +22,14 @@ import json
 import os
 import shutil
 import uuid
+import zlib
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -109,6 +115,8 @@ def open_corpus(spark: SparkSession, path: str | os.PathLike) -> Corpus:
     if has_programs:
         problems += [f"{PROGRAMS}/{p}" for p in s.inspect_parquet(programs_path, s.PROGRAM_TYPES)]
     manifest = read_manifest(base) if events_path != base else {}
+    if manifest.get(CHECKSUMS):
+        problems += checksum_problems(base, manifest[CHECKSUMS])
     if problems:
         raise s.CorpusError(base, problems)
     events = _read_parquet(spark, events_path, s.EVENT_TYPES)
@@ -132,6 +140,67 @@ def spec_texts(corpus: Corpus) -> dict[str, str]:
     if not texts:
         texts = {r.spec_id: r.spec for r in corpus.events.groupBy(s.PARTITION).agg(F.first("spec").alias("spec")).collect()}
     return texts
+
+
+# corpus.json's record of the data files as written: relative path -> {"bytes": n, "crc32": hex}.
+CHECKSUMS = "files"
+_READ_BYTES = 8 << 20
+
+
+def _crc32(file: Path) -> str:
+    crc = 0
+    with file.open("rb") as handle:
+        while block := handle.read(_READ_BYTES):
+            crc = zlib.crc32(block, crc)
+    return f"{crc:08x}"
+
+
+def _corpus_files(base: Path) -> list[Path]:
+    return [f for folder in (EVENTS, PROGRAMS) if (base / folder).is_dir() for f in s.data_files(base / folder)]
+
+
+def file_checksums(base: Path) -> dict[str, dict]:
+    """Size and CRC-32 of each data file of the corpus at `base` (events/ and programs/), for
+    corpus.json (zlib releases the GIL: the files are read on a few threads)."""
+    files = _corpus_files(base)
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        crcs = list(pool.map(_crc32, files))
+    return {str(f.relative_to(base)): {"bytes": f.stat().st_size, "crc32": crc} for f, crc in zip(files, crcs)}
+
+
+def checksum_problems(base: Path, recorded: dict[str, dict]) -> list[str]:
+    """The data files that are not as corpus.json says they were written: changed (size or
+    CRC-32), missing, or added since."""
+    present = {str(f.relative_to(base)): f for f in _corpus_files(base)}
+    problems = [f"{name}: listed in {MANIFEST} but missing" for name in sorted(set(recorded) - set(present))]
+    problems += [f"{name}: not among the files {MANIFEST} lists (added after the corpus was written)"
+                 for name in sorted(set(present) - set(recorded))]
+    shared = sorted(set(present) & set(recorded))
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        crcs = list(pool.map(lambda name: _crc32(present[name]), shared))
+    for name, crc in zip(shared, crcs):
+        size, expected = present[name].stat().st_size, recorded[name]
+        if size != expected.get("bytes") or crc != expected.get("crc32"):
+            problems.append(f"{name}: corrupt: {size} bytes with CRC-32 {crc}, written as {expected.get('bytes')} "
+                            f"bytes with CRC-32 {expected.get('crc32')}")
+    return problems
+
+
+def page_problems(path: Path) -> list[str]:
+    """Every data file of a corpus or Parquet dataset decoded page by page (what validate adds to
+    the checks of open_corpus): a page that does not decode, named by its file."""
+    base = path / EVENTS if (path / EVENTS).is_dir() else path
+    folders = [base] + ([path / PROGRAMS] if base != path and (path / PROGRAMS).is_dir() else [])
+    problems = []
+    for folder in folders:
+        for file in s.data_files(folder):
+            try:
+                parquet = pq.ParquetFile(file, page_checksum_verification=True)
+                for group in range(parquet.num_row_groups):
+                    parquet.read_row_group(group)
+            except (pa.ArrowException, OSError) as error:
+                problems.append(f"{file.relative_to(path) if file != path else file}: a page does not decode: {error}")
+    return problems
 
 
 def read_json(file: Path) -> dict:

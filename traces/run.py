@@ -227,7 +227,7 @@ def _write_atomically(table: pa.Table, file: Path, *, store_schema: bool = True)
     file.parent.mkdir(parents=True, exist_ok=True)
     temporary = file.with_name(f".{file.name}.tmp-{uuid.uuid4().hex[:8]}")
     pq.write_table(table, temporary, compression="snappy", max_rows_per_page=PAGE_ROWS, write_page_index=True,
-                   row_group_size=ROW_GROUP_ROWS, store_schema=store_schema)
+                   row_group_size=ROW_GROUP_ROWS, store_schema=store_schema, write_page_checksum=True)
     with temporary.open("rb") as handle:
         os.fsync(handle.fileno())
     os.replace(temporary, file)

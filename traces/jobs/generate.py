@@ -94,7 +94,7 @@ def run(spark: SparkSession, out: str | Path, *, specs: list[Spec], programs: in
             "specs": {key: text for key, text in plan.specs}, "programs": totals.programs,
             "events": int(totals.events or 0), "rejected_count": rejected_count,
             "rejected": rejections(plan, missing), "seconds": round(time.monotonic() - started, 2),
-            "generation_seconds": round(generated - started, 2),
+            "generation_seconds": round(generated - started, 2), c.CHECKSUMS: c.file_checksums(staging),
         }
         c.write_json(staging / c.MANIFEST, manifest)
     rate = manifest["events"] / max(manifest["generation_seconds"], 1e-9) * 60

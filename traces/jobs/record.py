@@ -130,7 +130,7 @@ def _finish(spark: SparkSession, out: Path, corpus: c.Corpus, target: TargetSpec
               .agg(F.count(F.lit(1)).alias("programs"), F.sum("steps").alias("events")).collect()[0])
     manifest = {"format": c.FORMAT, "kind": "recorded", "source": str(corpus.path), "target": target.describe(),
                 "specs": corpus.manifest.get("specs", {}), "programs": totals.programs, "events": int(totals.events or 0),
-                "seconds_last_run": round(time.monotonic() - started, 2)}
+                "seconds_last_run": round(time.monotonic() - started, 2), c.CHECKSUMS: c.file_checksums(out)}
     c.write_json(out / c.MANIFEST, manifest)
     shutil.rmtree(out / JOURNAL, ignore_errors=True)
     (out / STATE).unlink(missing_ok=True)

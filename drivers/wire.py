@@ -61,6 +61,8 @@ def needs(kinds: Iterable[str], spec: Spec) -> list[str]:
         wanted.append("dead_letter_policy")
     if spec.ack_grouping_ms != DEFAULT_ACK_GROUPING_MS:
         wanted.append("ack_grouping_time")
+    if spec.ack_receipts:
+        wanted.append("ack_receipts")
     return wanted
 
 

@@ -62,6 +62,9 @@ class Spec:
     client_batch_index_ack: bool = False
     receiver_queue_size: int = 1000
     ack_grouping_ms: int = 100
+    # isAckReceiptEnabled: an acknowledge returns once the broker answered it (the Java client has
+    # it, the C++ client and so the Python client do not)
+    ack_receipts: bool = False
     ack_timeout_ms: int | None = None
     ack_timeout_tick_ms: int = 1000
     nack_delay_ms: int = 60_000
@@ -121,6 +124,8 @@ class Spec:
                  f"queue={self.receiver_queue_size}"]
         if self.batch_index_ack:
             flags.append("batch-index-ack")
+        if self.ack_receipts:
+            flags.append("ack-receipts")
         if self.ack_timeout_ms is not None:
             flags.append(f"ack-timeout={self.ack_timeout_ms}ms")
         flags.append(f"nack-delay={self.effective_nack_delay_ms}ms")

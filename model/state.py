@@ -114,6 +114,10 @@ class Consumer:
     # Acks called but not yet confirmed on the broker, in call order: (kind, message).
     pending_acks: tuple[tuple[str, MessageId], ...] = ()
     serial: int = 0  # order of subscription among sends and subscribes
+    # With ack receipts: the broker disconnected it (an unload, a restart, a crash, a seek) and the
+    # model cannot tell when its client is back; an acknowledge made meanwhile returns without a
+    # receipt (the Java client asks for one only on a connection).
+    reconnecting: bool = False
 
     # with_(**changes): `dataclasses.replace(self, **changes)`, made fast by model.records (set below).
 

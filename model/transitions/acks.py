@@ -3,11 +3,12 @@ flush, and a read of the cursor that settles what reached the broker.
 
 The client groups acks (ackGroupingTimeMillis, 100 ms) and sends them without receipt: an ack is
 pending on its consumer until something proves it reached the broker (a close or a seek flushes;
-a cursor read shows it). Once it arrives it moves the cursor as `ManagedCursorImpl` does
-(model/cursor.py): an individual ack deletes the entry, or with batch-index acks the index; a
-cumulative ack moves markDeletePosition. Follows the C++ client's AckGroupingTrackerEnabled and
-ConsumerImpl::acknowledgeCumulativeAsync (refused on Shared and Key_Shared). Notes name the
-test that shows a rule as model/transitions/redelivery.py describes.
+a cursor read shows it). With ack receipts (`Spec.ack_receipts`, the Java client's
+isAckReceiptEnabled) an acknowledge that returned `ok` has reached it. Once it arrives it moves
+the cursor as `ManagedCursorImpl` does (model/cursor.py): an individual ack deletes the entry, or
+with batch-index acks the index; a cumulative ack moves markDeletePosition. Follows the C++
+client's AckGroupingTrackerEnabled and ConsumerImpl::acknowledgeCumulativeAsync (refused on Shared
+and Key_Shared). Notes name the test that shows a rule as model/transitions/redelivery.py describes.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 from model import cursor as cur
 from model import ops as o
 from model.checks import check_ack, check_cumulative_refused_on_shared, check_cursor, cursor_bounds
-from model.state import ACKED, AVAILABLE, HELD, State, replace_consumer, replace_message, replace_messages
+from model.state import ACKED, AVAILABLE, HELD, Consumer, State, replace_consumer, replace_message, replace_messages
 from model.violations import CursorPrefixQuestion, Result
 
 
@@ -52,7 +53,7 @@ def acknowledge(state: State, op: o.Acknowledge, completion: o.Completion) -> Re
         state = replace_messages(state, {
             m.id: m.with_(older_copy_count=min(m.older_copy_count, 1 if m.redelivery_from is not None else 0))
             for m in state.messages if m.id.entry == op.message.entry and m.id != op.message})
-    return replace_consumer(state, consumer.with_(pending_acks=consumer.pending_acks + (("individual", op.message),)))
+    return _pending_or_confirmed(state, consumer, "individual", op.message, completion)
 
 
 def acknowledge_cumulative(state: State, op: o.AcknowledgeCumulative, completion: o.Completion) -> Result:
@@ -69,7 +70,32 @@ def acknowledge_cumulative(state: State, op: o.AcknowledgeCumulative, completion
                              extra_deliveries=m.extra_deliveries + (0 if m.delivered else 1))
                for m in state.messages if m.id <= op.message and m.status is not ACKED}
     state = replace_messages(state, covered)
-    return replace_consumer(state, consumer.with_(pending_acks=consumer.pending_acks + (("cumulative", op.message),)))
+    return _pending_or_confirmed(state, consumer, "cumulative", op.message, completion)
+
+
+def _pending_or_confirmed(state: State, consumer: Consumer, kind: str, message_id: o.MessageId,
+                          completion: o.Completion) -> State:
+    """The ack waits on its consumer until something shows it reached the broker. With ack receipts
+    an `ok` acknowledge is that proof: the broker applied it before it answered, so it is in the
+    cursor at once and an unload or a graceful restart keeps it (shown by
+    suites/broker/test_ack_receipts.py::test_an_ack_with_a_receipt_is_in_the_cursor_when_it_returns,
+    ::test_an_ack_with_a_receipt_survives_a_topic_unload and ::..._survives_a_graceful_restart).
+    A crash may still lose it, as any confirmed ack (reopen's rule; shown by
+    ::test_a_crash_may_lose_an_ack_with_a_receipt_and_redelivers_what_it_lost).
+
+    Not a proof, so the ack stays pending: an outcome that is unknown (`info`: the connection
+    dropped before the answer), and an acknowledge on a consumer that may be reconnecting, which
+    the Java client completes at once without asking for a receipt (PersistentAcknowledgments-
+    GroupingTracker.isAckReceiptEnabled(cnx) is false with no connection; shown by
+    ::test_an_ack_while_the_consumer_reconnects_returns_without_a_receipt). Nor, without batch-index
+    acks, a partial batch ack, which the client holds and completes at once: an individual one is
+    applied once the batch is whole (apply_ack), a cumulative one inside a batch acks the entries
+    before it without waiting for their receipt (the tracker's addAcknowledgment)."""
+    in_batch = kind == "cumulative" and 0 <= message_id.index < state.entries[message_id.entry] - 1
+    if state.spec.ack_receipts and completion.outcome is o.Outcome.OK and not consumer.reconnecting and not (
+            in_batch and not state.spec.batch_index_ack):
+        return apply_ack(state, kind, message_id)
+    return replace_consumer(state, consumer.with_(pending_acks=consumer.pending_acks + ((kind, message_id),)))
 
 
 def apply_ack(state: State, kind: str, message_id: o.MessageId) -> State:

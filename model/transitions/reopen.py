@@ -42,7 +42,10 @@ def seek(state: State, op: o.Seek, completion: o.Completion) -> Result:
             changed[message.id] = message.with_(status=ACKED, holder=None, ack_confirmed=True,
                                                 extra_deliveries=0, redelivery_from=None, redelivery_by=None)
     state = unstall(replace_messages(state, changed))
-    consumers = tuple(c.with_(last_first_delivery=-1) for c in state.consumers)
+    # The broker disconnects the subscription's consumers after the reset (the Java client's seek
+    # completes before they are back).
+    consumers = tuple(c.with_(last_first_delivery=-1, reconnecting=c.connected and state.spec.ack_receipts)
+                      for c in state.consumers)
     return state.with_(cursor=cur.reset(state.cursor, target), consumers=consumers)
 
 
@@ -70,4 +73,6 @@ def reopen(state: State, *, persisted: bool) -> Result:
             changed[message.id] = message.with_(extra_deliveries=message.extra_deliveries + 1, never_dispatched=False,
                                                 redelivery_from=None, redelivery_by=None, count_lo=0, count_hi=0)
     state = unstall(replace_messages(state, changed))
+    if state.spec.ack_receipts:
+        state = state.with_(consumers=tuple(c.with_(reconnecting=c.connected) for c in state.consumers))
     return state.with_(cursor=cur.rewind(state.cursor), reopened_serial=state.serial + 1, serial=state.serial + 1)

@@ -84,10 +84,13 @@ CHECKS = (
           specs={"Shared-queue-1": SHARED.with_(receiver_queue_size=1), "Shared-queue-3": SHARED.with_(receiver_queue_size=3),
                  "Shared-zero-queue": SHARED.with_(receiver_queue_size=0)},
           guarantees=EVERY_PROGRAM | ACKS | {G.RECEIVER_QUEUE}),
-    # Restart and crash are checked by suites/broker/test_persistence.py: inside generated programs
-    # they would restart the session's shared broker once per example.
+    # Restart and crash are checked by suites/broker/test_persistence.py and test_ack_receipts.py:
+    # inside generated programs they would restart the session's shared broker once per example.
+    # With ack receipts an `ok` acknowledge is in the cursor at once and an unload keeps it: checked
+    # for the clients that declare `ack_receipts` (the Java client), not applicable for the others.
     Check(area="persistence", kinds=BASE + ("acknowledge", "acknowledge_cumulative", "read_cursor", "unload"),
-          specs={"Exclusive": EXCLUSIVE, "Shared": SHARED},
+          specs={"Exclusive": EXCLUSIVE, "Shared": SHARED,
+                 "Exclusive-ack-receipts": EXCLUSIVE.with_(ack_receipts=True)},
           guarantees=EVERY_PROGRAM | ACKS | {G.CURSOR, G.EXCLUSIVE, G.CUMULATIVE_REFUSED_ON_SHARED}),
     Check(area="zero_queue", kinds=BASE + ("acknowledge", "negative_acknowledge", "close"),
           specs={"Shared": SHARED.with_(receiver_queue_size=0), "Exclusive": EXCLUSIVE.with_(receiver_queue_size=0)},

@@ -91,9 +91,9 @@ def _pending_or_confirmed(state: State, consumer: Consumer, kind: str, message_i
     acks, a partial batch ack, which the client holds and completes at once: an individual one is
     applied once the batch is whole (apply_ack), a cumulative one inside a batch acks the entries
     before it without waiting for their receipt (the tracker's addAcknowledgment)."""
-    in_batch = kind == "cumulative" and 0 <= message_id.index < state.entries[message_id.entry] - 1
-    if state.spec.ack_receipts and completion.outcome is o.Outcome.OK and not consumer.reconnecting and not (
-            in_batch and not state.spec.batch_index_ack):
+    if state.spec.ack_receipts and completion.outcome is o.Outcome.OK and not consumer.reconnecting and (
+            kind == "individual" or message_id.index < 0 or state.spec.batch_index_ack
+            or message_id.index == state.entries[message_id.entry] - 1):
         return apply_ack(state, kind, message_id)
     return replace_consumer(state, consumer.with_(pending_acks=consumer.pending_acks + ((kind, message_id),)))
 

@@ -295,6 +295,9 @@ final class JavaDriver {
                 .receiverQueueSize(spec.path("receiver_queue_size").asInt(1000))
                 .acknowledgmentGroupTime(spec.path("ack_grouping_ms").asLong(100), TimeUnit.MILLISECONDS)
                 .negativeAckRedeliveryDelay(spec.path("nack_delay_ms").asLong(60_000), TimeUnit.MILLISECONDS)
+                // Exact due times: with the default of 8 bits the tracker trims them to 256 ms
+                // buckets, and a nack made while its timer runs comes back up to 255 ms early.
+                .negativeAckRedeliveryDelayPrecision(0)
                 .enableBatchIndexAcknowledgment(spec.path("client_batch_index_ack").asBoolean(false))
                 .isAckReceiptEnabled(spec.path("ack_receipts").asBoolean(false));
         if (spec.path("ack_timeout_ms").isNumber()) {

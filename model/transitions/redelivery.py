@@ -153,6 +153,12 @@ def redeliver(state: State, consumer: str, at: int, *, window: tuple[int, int], 
                                                 count_hi=message.count_hi + 1,
                                                 dead_letter_unsure=message.dead_letter_unsure
                                                 or (limit is not None and message.older_copy_count >= limit))
+        elif message.status is HELD and message.extra_deliveries and tracked:
+            # Another consumer's application holds it, and a copy still to come (dispatched again
+            # by an earlier request) may sit in this consumer's receiver queue: the broker counts
+            # it as pending here, once per request (shown by history
+            # broker-queued-copy-counted-by-another-consumers-redeliver.redelivery_count_and_dead_letter-Shared).
+            changed[message.id] = message.with_(count_hi=message.count_hi + 1)
         elif message.status is ACKED and message.dead_letter_unsure and message.extra_deliveries and tracked:
             # A copy of a message its client may have dead-lettered may sit in this consumer's
             # receiver queue: the broker counts it as pending here (shown by history

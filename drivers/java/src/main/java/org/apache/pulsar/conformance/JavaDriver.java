@@ -44,6 +44,8 @@ final class JavaDriver {
             "batch_index_ack", "receiver_queue_0", "ack_timeout", "dead_letter_policy", "redeliver_unacknowledged",
             "seek_by_id");
     static final int RECEIVE_TIMEOUT_MS = 100;  // a receive request without `ms`
+    static final int NACK_PRECISION_BITS = Integer.parseInt(
+            System.getenv().getOrDefault("CONFORMANCE_JAVA_NACK_PRECISION_BITS", "0"));
     static final int OPERATION_TIMEOUT_S = 30;
 
     /** A request that does not follow the protocol (an unknown consumer, a message never received). */
@@ -297,7 +299,8 @@ final class JavaDriver {
                 .negativeAckRedeliveryDelay(spec.path("nack_delay_ms").asLong(60_000), TimeUnit.MILLISECONDS)
                 // Exact due times: with the default of 8 bits the tracker trims them to 256 ms
                 // buckets, and a nack made while its timer runs comes back up to 255 ms early.
-                .negativeAckRedeliveryDelayPrecision(0)
+                // CONFORMANCE_JAVA_NACK_PRECISION_BITS sets another (the client's default, 8, for KD-17).
+                .negativeAckRedeliveryDelayPrecision(NACK_PRECISION_BITS)
                 .enableBatchIndexAcknowledgment(spec.path("client_batch_index_ack").asBoolean(false))
                 .isAckReceiptEnabled(spec.path("ack_receipts").asBoolean(false));
         if (spec.path("ack_timeout_ms").isNumber()) {

@@ -161,9 +161,12 @@ def redeliver(state: State, consumer: str, at: int, *, window: tuple[int, int], 
             changed[message.id] = message.with_(count_hi=message.count_hi + 1)
         elif message.status is ACKED and message.dead_letter_unsure and message.extra_deliveries and tracked:
             # A copy of a message its client may have dead-lettered may sit in this consumer's
-            # receiver queue: the broker counts it as pending here (shown by history
-            # broker-maybe-dead-lettered-queued-copy-counted.redelivery_count_and_dead_letter-Shared-dlq1).
-            changed[message.id] = message.with_(count_hi=message.count_hi + 1)
+            # receiver queue: the broker counts it as pending here and dispatches it again, while
+            # the client still hands out the queued copy (shown by the histories
+            # broker-maybe-dead-lettered-queued-copy-counted.redelivery_count_and_dead_letter-Shared-dlq1
+            # and broker-maybe-dead-lettered-queued-copy-comes-twice.redelivery_count_and_dead_letter-Shared-dlq1).
+            changed[message.id] = message.with_(count_hi=message.count_hi + 1,
+                                                extra_deliveries=message.extra_deliveries + 1)
         elif message.status is ACKED and not message.ack_confirmed and rewind:
             changed[message.id] = message.with_(extra_deliveries=message.extra_deliveries + 1)
         elif message.status is AVAILABLE:

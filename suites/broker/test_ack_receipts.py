@@ -98,6 +98,7 @@ def test_an_ack_with_a_receipt_survives_a_graceful_restart(java, observed, names
 
 
 @pytest.mark.restarts_broker
+@pytest.mark.crashes_broker
 @pytest.mark.guarantee("cursor", "no-loss")
 def test_a_crash_may_lose_an_ack_with_a_receipt_and_redelivers_what_it_lost(java, observed, names):
     run = _acknowledged_with_receipts(java, observed, names)

@@ -81,6 +81,7 @@ def test_acks_survive_a_graceful_restart(pulsar_broker, pulsar_client, names):
 
 
 @pytest.mark.restarts_broker
+@pytest.mark.crashes_broker
 @pytest.mark.guarantee("cursor", "no-loss")
 def test_a_crash_brings_the_cursor_back_to_an_earlier_state_and_redelivers_what_it_lost(
         pulsar_broker, pulsar_client, names):

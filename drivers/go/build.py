@@ -17,11 +17,11 @@ import os
 import re
 import shutil
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 
 from fixtures.broker.config import state_root
+from fixtures.scratch import replacing
 
 PROJECT = Path(__file__).resolve().parent
 MODULE = "github.com/apache/pulsar-client-go"
@@ -76,9 +76,7 @@ def build(*, force: bool = False) -> Path:
     target = build_dir()
     if not force and up_to_date(go):
         return target / BINARY
-    target.parent.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(prefix=f".{target.name}.partial-", dir=target.parent))
-    try:
+    with replacing(target) as scratch:
         started = time.monotonic()
         env = {**os.environ, "GOFLAGS": f"{os.environ.get('GOFLAGS', '')} -mod=readonly".strip()}
         try:
@@ -93,12 +91,6 @@ def build(*, force: bool = False) -> Path:
                              f"reachable?); its last lines:\n{tail}")
         (scratch / _STAMP).write_text(f"{sources_hash(go)}\npulsar-client-go {target.name}: built in "
                                       f"{time.monotonic() - started:.1f} s\n")
-        if target.exists():
-            shutil.rmtree(target)
-        scratch.rename(target)
-    finally:
-        if scratch.exists():
-            shutil.rmtree(scratch, ignore_errors=True)
     return target / BINARY
 
 

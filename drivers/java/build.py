@@ -14,12 +14,12 @@ from __future__ import annotations
 import hashlib
 import shutil
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 
 from fixtures.broker.config import default_version, parse_version, state_root
 from fixtures.broker.provision import find_java
+from fixtures.scratch import replacing
 
 PROJECT = Path(__file__).resolve().parent
 MAIN_CLASS = "org.apache.pulsar.conformance.Main"
@@ -62,9 +62,7 @@ def build(version: str | None = None, *, force: bool = False) -> Path:
         raise BuildError(f"the Java driver needs {' and '.join(missing)} on PATH to be built (Maven and a Java 17 "
                          "JDK; on Debian: apt-get install maven openjdk-17-jdk-headless)")
     find_java()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(prefix=f".{version}.partial-", dir=target.parent))
-    try:
+    with replacing(target) as scratch:
         started = time.monotonic()
         done = subprocess.run([shutil.which("mvn"), "-B", "-ntp", "-Dstyle.color=never", "-f",
                                str(PROJECT / "pom.xml"), f"-Dpulsar.version={version}", f"-Ddriver.build={scratch}",
@@ -82,12 +80,6 @@ def build(version: str | None = None, *, force: bool = False) -> Path:
                              f"from {scratch}")
         (scratch / _STAMP).write_text(f"{sources_hash()}\npulsar-client {version}: built in "
                                       f"{time.monotonic() - started:.1f} s, {len(jars)} jars\n")
-        if target.exists():
-            shutil.rmtree(target)
-        scratch.rename(target)
-    finally:
-        if scratch.exists():
-            shutil.rmtree(scratch, ignore_errors=True)
     return target
 
 

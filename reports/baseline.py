@@ -8,8 +8,11 @@ guarantee in the same cell is new. Entries are added from a run's summary, never
         --results reports/out/summary.json --baseline reports/baseline.json
 
 which checks that this run failed that cell on that guarantee (a typo in the area or the spec id
-is an error that lists what the run has) and records the failure's signature and the run's
-target. An entry written before signatures (none) still matches on area, spec id and guarantee
+is an error that lists what the run has) and records the failure's signature, the run's target
+and the client the run drove (`client`: its name, `rust`; `name==version` with --client-version),
+since a client's finding is that client's: the gate matches the entry only against runs of that
+client. An entry without `client` (written before the key, or with --any-client) matches every
+client. An entry written before signatures (none) still matches on area, spec id and guarantee
 alone; the gate warns and suggests re-accepting it, which replaces it.
 """
 
@@ -28,7 +31,7 @@ from reports.vocabulary import FAILED
 
 SCHEMA = "pulsar-ack-conformance/baseline/1"
 REQUIRED = ("area", "spec_id", "guarantee", "reason", "evidence")
-OPTIONAL = ("target", "signature")
+OPTIONAL = ("target", "client", "signature")
 
 
 def load_baseline(path: Path) -> Baseline:
@@ -43,14 +46,16 @@ def load_baseline(path: Path) -> Baseline:
         raise InputError(f"{where}: \"accepted\" must be a list of entries (it may be empty)")
     entries = tuple(_entry(item, f"{where}: accepted[{i}]") for i, item in enumerate(raw["accepted"]))
     keys = [_key(e) for e in entries]
-    twice = sorted({f"{k[0]} [{k[1]}] {k[2]}" for k in keys if keys.count(k) > 1})
+    twice = sorted({f"{k[0]} [{k[1]}] {k[2]}" + (f" (client {k[4]})" if k[4] else "")
+                    for k in keys if keys.count(k) > 1})
     if twice:
         raise InputError(f"{where}: accepted more than once: {', '.join(twice)}")
     return Baseline(accepted=entries, description=str(raw.get("description") or ""))
 
 
 def _key(entry: Accepted) -> tuple:
-    return entry.area, entry.spec_id, entry.guarantee, entry.target, tuple(sorted((entry.signature or {}).items()))
+    return (entry.area, entry.spec_id, entry.guarantee, entry.target, entry.client,
+            tuple(sorted((entry.signature or {}).items())))
 
 
 def _entry(item: object, where: str) -> Accepted:
@@ -66,11 +71,30 @@ def _entry(item: object, where: str) -> Accepted:
                          f"(one of {', '.join(g.value for g in Guarantee)})")
     if "target" in item and not isinstance(item["target"], str):
         raise InputError(f"{where}: \"target\" must be text (a --target value)")
+    if "client" in item and not _client_text(item["client"]):
+        raise InputError(f"{where}: \"client\" must be a client's name, optionally with ==version "
+                         "(rust, java, python==3.5.0)")
     found = item.get("signature")
     if found is not None and not (isinstance(found, dict) and found and set(found) <= set(PARTS)
                                   and all(isinstance(v, str) for v in found.values())):
         raise InputError(f"{where}: \"signature\" must be an object with text parts among {', '.join(PARTS)}")
     return Accepted(**item)
+
+
+def _client_text(value: object) -> bool:
+    if not isinstance(value, str):
+        return False
+    name, equals, version = value.partition("==")
+    return bool(name) and not any(c.isspace() or c == "=" for c in name + version) and (not equals or bool(version))
+
+
+def run_client(summary: Summary, *, with_version: bool = False) -> str | None:
+    """The client a run drove, as an entry's `client` names it (`rust`, or `rust==6.9.1`); None when
+    the run drove none (an in-process target)."""
+    client = summary.run.get("client") or {}
+    if not client.get("name"):
+        return None
+    return f"{client['name']}=={client['version']}" if with_version and client.get("version") else str(client["name"])
 
 
 def to_json(baseline: Baseline) -> dict:
@@ -83,25 +107,32 @@ def write_baseline(baseline: Baseline, path: Path) -> None:
 
 
 def accept(summary: Summary, baseline: Baseline, *, area: str, spec_id: str, guarantee: str, reason: str,
-           evidence: str, target: str | None, parts: tuple[str, ...] = PARTS) -> tuple[Baseline, Accepted]:
-    """`baseline` with the failure of `guarantee` in this run's cell accepted (an entry it replaces:
-    `_replaced_by`)."""
+           evidence: str, target: str | None, client: str | None = None,
+           parts: tuple[str, ...] = PARTS) -> tuple[Baseline, Accepted, tuple[Accepted, ...]]:
+    """`baseline` with the failure of `guarantee` in this run's cell accepted for `target` and
+    `client` (None: any), the new entry, and the entries it replaces (`_replaced_by`)."""
     if not (reason.strip() and evidence.strip()):
         raise InputError("accept: --reason and --evidence must not be empty")
     violation = _failure_in(summary, area, spec_id, guarantee)
     found = violation.signature or signature(violation.detail)
     chosen = {part: found[part] for part in parts if part in found}
     entry = Accepted(area=area, spec_id=spec_id, guarantee=guarantee, reason=reason, evidence=evidence,
-                     target=target, signature=chosen or None)
-    kept = tuple(e for e in baseline.accepted if not _replaced_by(e, entry))
-    return replace(baseline, accepted=kept + (entry,)), entry
+                     target=target, client=client, signature=chosen or None)
+    replaced = tuple(e for e in baseline.accepted if _replaced_by(e, entry))
+    kept = tuple(e for e in baseline.accepted if e not in replaced)
+    return replace(baseline, accepted=kept + (entry,)), entry, replaced
 
 
 def _replaced_by(old: Accepted, new: Accepted) -> bool:
-    """An entry of the same cell and guarantee without a signature (for this target or any), or the same one."""
+    """An entry of the same cell and guarantee, for this target and client or any, that is unsigned or
+    has the same signature: the new entry says what this run saw, for whom."""
     if (old.area, old.spec_id, old.guarantee) != (new.area, new.spec_id, new.guarantee):
         return False
-    return (old.signature is None and old.target in (None, new.target)) or _key(old) == _key(new)
+    if old.client not in (None, new.client):
+        return False
+    if old.signature is None:
+        return old.target in (None, new.target)
+    return (old.target, old.signature) == (new.target, new.signature)
 
 
 def _failure_in(summary: Summary, area: str, spec_id: str, guarantee: str):

@@ -4,9 +4,12 @@
     python -m reports.gate accept AREA SPEC_ID GUARANTEE --reason ... --evidence ...   (adds an entry)
 
 A failed cell whose broken guarantee the baseline accepts for that area and spec id, with the same
-signature (reports/signatures.py: the class of the detail, the shape of the shrunk program), is an
-accepted divergence; any other is new, even in a cell with an accepted one. A baseline entry whose
-cell now passes is fixed (time to remove it). An unknown cell is shown as unknown with its kind,
+signature (reports/signatures.py: the class of the detail, the shape of the shrunk program), on
+the run's target and client (an entry's `client`: the driver's name, optionally `==version`; none:
+any client), is an accepted divergence; any other is new, even in a cell with an accepted one, and
+a Rust client's accepted finding is new when the Python client shows it. A baseline entry whose
+cell now passes is fixed (time to remove it); one for a client this run did not drive is not in
+this run. An unknown cell is shown as unknown with its kind,
 never as a pass. A run that decided nothing (every cell unknown or not applicable, or no program
 run) fails the gate even with --allow-unknown: a target that never loaded is not a pass.
 
@@ -24,7 +27,7 @@ import os
 import sys
 from pathlib import Path
 
-from reports.baseline import PARTS, accept, load_baseline, write_baseline
+from reports.baseline import PARTS, accept, load_baseline, run_client, write_baseline
 from reports.markdown import gate_markdown
 from reports.results import InputError, Summary, load_summary
 from reports.signatures import differences, signature
@@ -39,7 +42,8 @@ def judge(summary: Summary, baseline: Baseline, *, allow_unknown: bool = False,
     if not summary.results:
         raise InputError("results: no conformance test ran (did the run select any test under suites/conformance?)")
     target = summary.run.get("target")
-    entries = [e for e in baseline.accepted if e.target in (None, target)]
+    ours = [e for e in baseline.accepted if e.target in (None, target)]
+    entries = [e for e in ours if e.for_client(summary.run)]
     new, accepted, unsigned, mismatched = [], [], [], {}
     for result in summary.results:
         if result.outcome != FAILED:
@@ -82,6 +86,7 @@ def judge(summary: Summary, baseline: Baseline, *, allow_unknown: bool = False,
     return Judgement(summary=summary, new=tuple(new), accepted=tuple(accepted), fixed=tuple(fixed),
                      unknown=tuple(r for r in summary.results if r.outcome == UNKNOWN),
                      unconfirmed=tuple(unconfirmed), unsigned=tuple(unsigned),
+                     other_clients=tuple(e for e in ours if e not in entries),
                      nothing_checked=nothing_checked(summary), allow_unknown=allow_unknown,
                      fail_on_fixed=fail_on_fixed)
 
@@ -149,24 +154,36 @@ def accept_main(argv: list[str]) -> int:
                         help="the baseline to add it to, created when missing (default: %(default)s)")
     parser.add_argument("--any-target", action="store_true",
                         help="accept it whatever --target a run has (default: only the run's own target)")
+    parser.add_argument("--any-client", action="store_true",
+                        help="accept it whatever client a run drives (default: only the client this run drove, "
+                             "by name: a finding is the client's)")
+    parser.add_argument("--client-version", action="store_true",
+                        help="accept it for this run's client at this version only (client NAME==VERSION)")
     parser.add_argument("--match", choices=("both", *PARTS), default="both",
                         help="which part of the signature must match: the detail's class, the program's "
                              "shape, or both (default)")
     args = parser.parse_args(argv)
+    if args.any_client and args.client_version:
+        parser.error("--any-client and --client-version contradict each other")
     try:
         summary = load_summary(args.results)
         baseline = load_baseline(args.baseline) if args.baseline.exists() else Baseline()
-        updated, entry = accept(summary, baseline, area=args.area, spec_id=args.spec_id, guarantee=args.guarantee,
-                                reason=args.reason, evidence=args.evidence,
-                                target=None if args.any_target else summary.run.get("target"),
-                                parts=PARTS if args.match == "both" else (args.match,))
+        updated, entry, replaced = accept(
+            summary, baseline, area=args.area, spec_id=args.spec_id, guarantee=args.guarantee,
+            reason=args.reason, evidence=args.evidence,
+            target=None if args.any_target else summary.run.get("target"),
+            client=None if args.any_client else run_client(summary, with_version=args.client_version),
+            parts=PARTS if args.match == "both" else (args.match,))
     except InputError as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_INPUT
     write_baseline(updated, args.baseline)
     shown = ", ".join(f"{k} `{v}`" for k, v in (entry.signature or {}).items())
-    print(f"accepted {entry.area} [{entry.spec_id}] {entry.guarantee} for target {entry.target or 'any'} "
-          f"({shown}) into {args.baseline}")
+    print(f"accepted {entry.area} [{entry.spec_id}] {entry.guarantee} for target {entry.target or 'any'}, "
+          f"client {entry.client or 'any'} ({shown}) into {args.baseline}")
+    for old in replaced:
+        print(f"  replacing the entry for target {old.target or 'any'}, client {old.client or 'any'}, "
+              f"signature {old.signature or 'none'}")
     return EXIT_PASS
 
 

@@ -138,7 +138,8 @@ def gate_markdown(judgement: Judgement) -> str:
                   "allowed (--allow-unknown included).", ""]
     lines += [f"{len(judgement.new)} new divergence(s) · {len(judgement.accepted)} accepted · "
               f"{len(judgement.fixed)} fixed · {len(judgement.unknown)} unknown · "
-              f"{len(judgement.unconfirmed)} baseline entries not confirmed", ""]
+              f"{len(judgement.unconfirmed)} baseline entries not confirmed"
+              + (f" · {len(judgement.other_clients)} for other clients" if judgement.other_clients else ""), ""]
     if judgement.new:
         lines += ["### New divergences (not accepted by the baseline)", "",
                   "| area | spec | guarantee | detail | why new |", "|---|---|---|---|---|"]
@@ -151,11 +152,13 @@ def gate_markdown(judgement: Judgement) -> str:
                   for r in judgement.unknown] + [""]
     if judgement.fixed:
         lines += ["### Fixed: in the baseline, no longer diverging (remove them from the baseline)", ""]
-        lines += [f"- **{e.area} [{e.spec_id}]** `{e.guarantee}`: now {r.verdict()} (was accepted: {_inline(e.reason)})"
+        lines += [f"- **{e.area} [{e.spec_id}]** `{e.guarantee}`{_for(e)}: now {r.verdict()} "
+                  f"(was accepted: {_inline(e.reason)})"
                   for e, r in judgement.fixed] + [""]
     if judgement.accepted:
         lines += ["### Accepted divergences (still diverging, as the baseline says)", ""]
-        lines += [f"- **{e.area} [{e.spec_id}]** `{e.guarantee}`: {_inline(e.reason)} (evidence: {_inline(e.evidence)})"
+        lines += [f"- **{e.area} [{e.spec_id}]** `{e.guarantee}`{_for(e)}: {_inline(e.reason)} "
+                  f"(evidence: {_inline(e.evidence)})"
                   for e, _ in judgement.accepted] + [""]
     if judgement.unsigned:
         lines += ["### Baseline entries without a signature (re-accept them)", ""]
@@ -164,8 +167,22 @@ def gate_markdown(judgement: Judgement) -> str:
                   "records what this run saw" for e in judgement.unsigned] + [""]
     if judgement.unconfirmed:
         lines += ["### Baseline entries this run could not confirm", ""]
-        lines += [f"- **{e.area} [{e.spec_id}]** `{e.guarantee}`: {why}" for e, why in judgement.unconfirmed] + [""]
+        lines += [f"- **{e.area} [{e.spec_id}]** `{e.guarantee}`{_for(e)}: {why}"
+                  for e, why in judgement.unconfirmed] + [""]
+    if judgement.other_clients:
+        lines += ["### Baseline entries for other clients (not in this run)", ""]
+        by_client: dict[str, list] = {}
+        for e in judgement.other_clients:
+            by_client.setdefault(e.client, []).append(e)
+        lines += [f"- **{client}**: {len(entries)}: " + ", ".join(f"{e.area} [{e.spec_id}] `{e.guarantee}`"
+                                                              for e in entries)
+                  for client, entries in by_client.items()] + [""]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _for(entry) -> str:
+    """Which client an entry is for, when it names one."""
+    return f" (client {entry.client})" if entry.client else ""
 
 
 def compare_markdown(comparison: Comparison) -> str:

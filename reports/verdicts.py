@@ -16,7 +16,8 @@ from reports.results import Result, Summary
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Accepted:
     """One accepted divergence: this area on this spec id breaks this guarantee, for this reason,
-    the way its signature says (reports/signatures.py; None: an entry older than signatures)."""
+    the way its signature says (reports/signatures.py; None: an entry older than signatures), on
+    runs of this target and this client (None: any)."""
 
     area: str
     spec_id: str
@@ -24,7 +25,16 @@ class Accepted:
     reason: str
     evidence: str
     target: str | None = None
+    client: str | None = None  # a client's name as its driver names itself (`rust`), or `name==version`
     signature: dict | None = None
+
+    def for_client(self, run: dict) -> bool:
+        """Whether the entry applies to a run's client (summary.json's `run.client`: name, version)."""
+        if self.client is None:
+            return True
+        name, _, version = self.client.partition("==")
+        ran = run.get("client") or {}
+        return ran.get("name") == name and (not version or str(ran.get("version")) == version)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -52,6 +62,7 @@ class Judgement:
     fixed: tuple[tuple[Accepted, Result], ...]
     unknown: tuple[Result, ...]
     unconfirmed: tuple[tuple[Accepted, str], ...]  # baseline entries this run says nothing about, and why
+    other_clients: tuple[Accepted, ...] = ()  # entries for a client this run did not drive: not in this run
     unsigned: tuple[Accepted, ...] = ()  # entries without a signature that accepted a failure of this run
     nothing_checked: str | None = None  # why the run decided nothing: never a pass, whatever is allowed
     allow_unknown: bool = False

@@ -42,9 +42,13 @@ def result(area: str, spec_id: str, outcome: str, *, guarantee: str | None = Non
                   reason=reason, reason_kind=reason_kind, examples=examples, steps=steps, can_break=can_break)
 
 
-def summary(*results: Result, target: str = "pulsar", version: str | None = "4.0.7") -> Summary:
+def summary(*results: Result, target: str = "pulsar", version: str | None = "4.0.7",
+            client: tuple[str, str] | None = None) -> Summary:
+    """A run; `client` (name, version) the client whose driver answered, as summary.json's `run.client`."""
+    driven = {"name": client[0], "version": client[1], "protocol": 1} if client else {}
     return Summary(run={"target": target, "pulsar": {"version": version, "source": "embedded broker"},
-                        "client": {"pulsar-client": "3.13.0"}, "hypothesis_profile": "ci"}, results=results)
+                        "client": {**driven, "pulsar-client": "3.13.0"}, "hypothesis_profile": "ci"},
+                   results=results)
 
 
 def save(folder: Path, run: Summary) -> Path:

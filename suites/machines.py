@@ -17,6 +17,8 @@ kind by weight among those the example's swarm keeps and the model enables, then
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 from hypothesis import Phase, note, settings
 from hypothesis.control import current_build_context
 from hypothesis.errors import Flaky
@@ -28,6 +30,7 @@ from model import ops as o
 from model.describe import describe_completion, describe_op
 from model.spec import Spec
 from model.vocabulary import CANDIDATES, candidates
+from reports.vocabulary import HARNESS_ERROR, kind_of_error
 from suites import generation as gen
 from suites.programs import DRAIN, DRAIN_OTHERS, Step, perform, settle, take, tighten
 
@@ -64,7 +67,8 @@ def _machine_base(target, spec: Spec, program_ids, drain_idle_ms: int, on_failur
     class ConformanceMachine(RuleBasedStateMachine):
         def __init__(self) -> None:
             super().__init__()
-            self.run = Lockstep(target, spec, program_ids(), on_failure=on_failure)
+            with _seen(on_failure):  # a driver may die in its reset
+                self.run = Lockstep(target, spec, program_ids(), on_failure=on_failure)
             self._cached_for, self._cache = None, {}
 
         @property
@@ -81,14 +85,16 @@ def _machine_base(target, spec: Spec, program_ids, drain_idle_ms: int, on_failur
             return self._cache[kind]
 
         def perform(self, op: o.Op) -> None:
-            op, completion = perform(self.run, op)
+            with _seen(on_failure):
+                op, completion = perform(self.run, op)
             if current_build_context().is_final:  # the story is only told for the shrunk example
                 note(f"{describe_op(op)} -> {describe_completion(completion)}")
 
         def drain_all(self) -> None:
             """Receive on every consumer until idle: every message owed must have come."""
             self.run.begin(DRAIN)
-            deliveries = self.run.drain(idle_ms=drain_idle_ms)
+            with _seen(on_failure):
+                deliveries = self.run.drain(idle_ms=drain_idle_ms)
             if current_build_context().is_final:
                 note(f"drain -> {', '.join(str(d.message) for d in deliveries) or 'nothing'}")
 
@@ -98,15 +104,31 @@ def _machine_base(target, spec: Spec, program_ids, drain_idle_ms: int, on_failur
             names = [op.consumer for op in self.candidates("receive")]
             left = names[idle % len(names)]
             before = len(self.run.history)
-            take(self.run, Step(rule=DRAIN_OTHERS, idle=left), drain_idle_ms)
+            with _seen(on_failure):
+                take(self.run, Step(rule=DRAIN_OTHERS, idle=left), drain_idle_ms)
             deliveries = [c.value for _, c in self.run.history[before:] if isinstance(c.value, o.Delivery)]
             if current_build_context().is_final:
                 note(f"drain all but {left} -> {', '.join(str(d.message) for d in deliveries) or 'nothing'}")
 
         def teardown(self) -> None:
-            settle(self.run, drain_idle_ms)
+            with _seen(on_failure):
+                settle(self.run, drain_idle_ms)
 
     return ConformanceMachine
+
+
+@contextmanager
+def _seen(on_failure):
+    """Hand a typed outcome raised inside (a client crash, a timeout, an unreachable broker:
+    reports/vocabulary.py) to `on_failure` on its way out, as the lock-step run does with a broken
+    guarantee: Hypothesis's replay may not raise it again."""
+    try:
+        yield
+    except BaseException as error:
+        if on_failure is not None and not isinstance(error, ConformanceFailure) \
+                and kind_of_error(error) != HARNESS_ERROR:
+            on_failure(error)
+        raise
 
 
 def _per_kind_machine(base: type, kinds: tuple[str, ...], deterministic: bool) -> type:
@@ -204,10 +226,12 @@ def run_conformance(target, spec: Spec, program_ids, *, kinds=ALL_KINDS, setting
     """Run the machine as a test: raises `ConformanceFailure` (shrunk) when the target breaks a guarantee.
 
     On a deterministic target the program Hypothesis shrank is shrunk once more as a program
-    (`suites.programs.tighten`): Hypothesis cannot delete every step that does not matter."""
+    (`suites.programs.tighten`): Hypothesis cannot delete every step that does not matter.
+    When Hypothesis's replay of a failing program does not fail again (Flaky), the first failure
+    or typed outcome (a client crash, a timeout) seen is raised, the complaint as its cause."""
     # Only a target that says so is replayed as deterministic (the model and its faulty variants).
     deterministic = bool(getattr(getattr(target, "target", target), "deterministic", False))
-    failures: list[ConformanceFailure] = []
+    failures: list[BaseException] = []  # broken guarantees and typed outcomes, in the order seen
     machine = conformance_machine(target, spec, program_ids, kinds=kinds, drain_idle_ms=drain_idle_ms,
                                   deterministic=deterministic, on_failure=failures.append)
     chosen = settings_ or settings()
@@ -221,8 +245,10 @@ def run_conformance(target, spec: Spec, program_ids, *, kinds=ALL_KINDS, setting
             raise
         raise shorter from None
     except Flaky as flaky:
-        # A real broker need not fail the same way twice: when Hypothesis replays the failing
-        # program and the broker behaves otherwise, the failure it first saw is the finding.
+        # A real broker need not fail the same way twice, nor a client crash twice (a fresh driver
+        # takes the replay): when Hypothesis replays the failing program and it goes otherwise, the
+        # failure first seen is the finding. A crash in the reset of a later program ends it before
+        # its first draw: Hypothesis then raises a bare FlakyStrategyDefinition.
         if failures:
             raise failures[0] from flaky
         raise

@@ -1,0 +1,110 @@
+"""A broker killed with `kill -9` starts again on its data, reliably (fixtures/broker/recovery.py):
+the restart waits until the old process is gone to its last thread and its ports are free (a port
+that stays taken is named with its holder), and the sessions the killed broker left in the
+metadata store are removed first (left there, the restarted bookie's registration can loop and no
+ledger can be created: "Not enough non-faulty bookies available")."""
+
+from __future__ import annotations
+
+import platform
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from fixtures.broker import Broker, BrokerConfig, BrokerError, free_port
+from fixtures.broker.process import _MAIN_CLASS, _alive, port_in_use
+from fixtures.broker.recovery import port_holders, threads_left, wait_ports_free
+
+_SYS_EXIT = {"x86_64": 60, "aarch64": 93}  # exit(2): ends the calling thread only
+
+# A process that passes for the broker (its command line names the main class) whose main thread
+# ends at once while another thread keeps a listening socket: a JVM's state seconds after SIGKILL.
+_LEFT_BEHIND = """
+import ctypes, socket, sys, threading, time
+server = socket.socket()
+server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+server.bind(("127.0.0.1", int(sys.argv[1])))
+server.listen()
+threading.Thread(target=time.sleep, args=(float(sys.argv[2]),)).start()
+print("listening", flush=True)
+ctypes.CDLL(None).syscall(int(sys.argv[3]), 0)
+"""
+
+
+@pytest.fixture
+def left_behind():
+    """Start such a process holding `port` for `hold_s`; yields a starter, kills what it started."""
+    started = []
+
+    def start(port: int, hold_s: float) -> subprocess.Popen:
+        process = subprocess.Popen([sys.executable, "-c", _LEFT_BEHIND, str(port), str(hold_s),
+                                    str(_SYS_EXIT[platform.machine()]), _MAIN_CLASS],
+                                   stdout=subprocess.PIPE, text=True)
+        assert process.stdout.readline().strip() == "listening"
+        started.append(process)
+        deadline = time.monotonic() + 10
+        while not _main_thread_ended(process.pid) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return process
+
+    yield start
+    for process in started:
+        process.kill()
+        process.wait()
+
+
+def _main_thread_ended(pid: int) -> bool:
+    with open(f"/proc/{pid}/stat") as stat:
+        return stat.read().rsplit(")", 1)[1].split()[0] == "Z"
+
+
+@pytest.mark.skipif(platform.machine() not in _SYS_EXIT, reason="exit(2) by number on x86_64 and aarch64 only")
+def test_a_broker_whose_main_thread_ended_but_whose_sockets_live_is_still_alive(left_behind):
+    port = free_port()
+    process = left_behind(port, hold_s=30)
+    assert _main_thread_ended(process.pid) and port_in_use(port)
+    assert threads_left(process.pid) == 1
+    assert _alive(process.pid), "its port is still bound: a start now would find it taken"
+    assert f"LISTEN (pid {process.pid}: " in port_holders(port)
+    process.kill()
+    deadline = time.monotonic() + 10
+    while _alive(process.pid) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not _alive(process.pid) and threads_left(process.pid) == 0 and not port_in_use(port)
+
+
+def test_waiting_for_ports_returns_once_they_are_free_and_names_a_holder_that_stays():
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", free_port()))
+        squatter.listen()
+        port = squatter.getsockname()[1]
+        with pytest.raises(BrokerError, match=rf"the broker port {port}: LISTEN \(pid \d+: "):
+            wait_ports_free({"broker": port}, 0.3, port_in_use)
+        threading.Timer(0.3, squatter.close).start()
+        started = time.monotonic()
+        wait_ports_free({"broker": port}, 10, port_in_use)
+    assert 0.2 < time.monotonic() - started < 5
+
+
+@pytest.mark.broker
+def test_a_crashed_broker_starts_again_without_the_sessions_it_left(tmp_path):
+    shared_dist = BrokerConfig().root / "dist"
+    (tmp_path / "dist").symlink_to(shared_dist, target_is_directory=True)
+    broker = Broker(BrokerConfig(root=tmp_path, instance="crash", broker_port=free_port(), web_port=free_port()))
+    broker.start(fresh=True)
+    try:
+        broker.admin.create_topic("persistent://public/default/before-the-crash")
+        broker.crash()
+        log = broker.log_file.read_text(errors="replace")
+        forgotten = log[log.rfind("=== forget dead sessions"):log.rindex("=== start")]
+        assert "Deleted path: /ledgers/available/127.0.0.1:" in forgotten, "the dead bookie's registration"
+        assert "Deleted path: /loadbalance/brokers/127.0.0.1:" in forgotten, "the dead broker's registration"
+        restarted = log[log.rindex("=== start"):]
+        assert "Deleting path: /ledgers/available/" not in restarted, "the bookie found a stale registration"
+        broker.admin.create_topic("persistent://public/default/after-the-crash")  # a new ledger: a bookie is there
+    finally:
+        broker.stop()

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from model import cursor as cur
 from model import ops as o
-from model.spec import InitialPosition, Spec, SubscriptionType
+from model.spec import InitialPosition, NackBackoff, Spec, SubscriptionType
 
 OP_KINDS: dict[type, str] = {
     o.Send: "send", o.Subscribe: "subscribe", o.Receive: "receive", o.Acknowledge: "acknowledge",
@@ -97,6 +97,8 @@ def spec_of(text: str) -> Spec:
             raw["subscription_type"] = SubscriptionType(raw["subscription_type"])
         if "initial_position" in raw:
             raw["initial_position"] = InitialPosition(raw["initial_position"])
+        if isinstance(raw.get("nack_backoff"), dict):
+            raw["nack_backoff"] = NackBackoff(**raw["nack_backoff"])
         return Spec(**raw)
     except (ValueError, TypeError) as error:
         raise MalformedEvent(f"spec: {error}") from None

@@ -9,6 +9,7 @@ delay 60 s, no ack timeout, receiver queue 1000).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, fields, replace
 from enum import StrEnum
 from functools import cached_property
@@ -48,6 +49,32 @@ class InitialPosition(StrEnum):
         return f"InitialPosition.{self.name}"
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NackBackoff:
+    """A redelivery backoff for negative acks (the Java client's MultiplierRedeliveryBackoff,
+    `negativeAckRedeliveryBackoff`): a nack of a copy with redelivery count n waits `delay_ms(n)`
+    instead of the nack delay."""
+
+    min_ms: int
+    max_ms: int
+    multiplier: float
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.min_ms <= self.max_ms:
+            raise ValueError(f"nack backoff needs 0 <= min_ms <= max_ms, got {self.min_ms} and {self.max_ms}")
+        if self.multiplier <= 1:
+            raise ValueError(f"nack backoff multiplier must be > 1, got {self.multiplier}")
+
+    def delay_ms(self, redelivery_count: int) -> int:
+        """MultiplierRedeliveryBackoff.next (pulsar-client 4.0.7): min for count 0, then
+        min(floor(min * multiplier^count), max); max past the power where it is reached."""
+        if redelivery_count <= 0 or self.min_ms <= 0:
+            return self.min_ms
+        if redelivery_count > int(math.log(self.max_ms / self.min_ms) / math.log(self.multiplier)) + 1:
+            return self.max_ms
+        return min(int(self.min_ms * self.multiplier ** redelivery_count), self.max_ms)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True, repr=False)
 class Spec:
     """Everything a verdict depends on. Equal specs give the same allowed behaviour."""
@@ -68,6 +95,9 @@ class Spec:
     ack_timeout_ms: int | None = None
     ack_timeout_tick_ms: int = 1000
     nack_delay_ms: int = 60_000
+    # negativeAckRedeliveryBackoff: the nack delay grows with the message's redelivery count (the
+    # Java and Go clients have it, the C++ client and so the Python client do not)
+    nack_backoff: NackBackoff | None = None
     # broker: Failover waits this long after the active consumer changes before dispatching
     # (activeConsumerFailoverDelayTimeMillis), for the first consumer too (shown by
     # suites/model/test_fidelity_broker.py::
@@ -99,9 +129,23 @@ class Spec:
 
     @property
     def nack_window_ms(self) -> tuple[int, int]:
-        """When a nacked message's redelivery is requested, after the nack: the tracker ticks every delay/3."""
+        """When a nacked message's redelivery is requested, after the nack: the tracker ticks every delay/3.
+        With a backoff, the window of a copy with count 0 (`nack_window_for`)."""
+        if self.nack_backoff is not None:
+            return self.nack_window_for(0)
         delay = self.effective_nack_delay_ms
         return delay, delay + delay // 3 + 1
+
+    def nack_window_for(self, redelivery_count: int) -> tuple[int, int]:
+        """The nack window of a copy received with `redelivery_count`. With a backoff it opens at the
+        backoff's delay for that count (Java NegativeAcksTracker.add: now + backoff.next(count), no
+        100 ms floor) and closes by the longest delay and a third of it: the tracker's timer,
+        set at the first nack while idle, may be running for a later due time (a message nacked
+        before with a higher count), and Go's ticks every third of the delay for count 1."""
+        if self.nack_backoff is None:
+            return self.nack_window_ms
+        longest = self.nack_backoff.max_ms
+        return self.nack_backoff.delay_ms(redelivery_count), longest + longest // 3 + 1
 
     @property
     def ack_timeout_window_ms(self) -> tuple[int, int] | None:
@@ -128,7 +172,11 @@ class Spec:
             flags.append("ack-receipts")
         if self.ack_timeout_ms is not None:
             flags.append(f"ack-timeout={self.ack_timeout_ms}ms")
-        flags.append(f"nack-delay={self.effective_nack_delay_ms}ms")
+        if self.nack_backoff is not None:
+            backoff = self.nack_backoff
+            flags.append(f"nack-backoff={backoff.min_ms}..{backoff.max_ms}ms x{backoff.multiplier:g}")
+        else:
+            flags.append(f"nack-delay={self.effective_nack_delay_ms}ms")
         if self.max_redeliver_count is not None:
             flags.append(f"dlq-max={self.max_redeliver_count}")
         return ", ".join(flags)

@@ -13,9 +13,11 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -37,8 +39,8 @@ const (
 var (
 	ops = []string{"send", "subscribe", "receive", "acknowledge", "acknowledge_cumulative",
 		"negative_acknowledge", "close", "seek", "tick"}
-	capabilities = []string{"ack_grouping_time", "batch_index_ack", "receiver_queue_0", "dead_letter_policy",
-		"seek_by_id"}
+	capabilities = []string{"nack_backoff", "ack_grouping_time", "batch_index_ack", "receiver_queue_0",
+		"dead_letter_policy", "seek_by_id", "redelivery_count"}
 	exactNackTime = int64(0)
 	consumerTypes = map[string]pulsar.SubscriptionType{
 		"Exclusive": pulsar.Exclusive, "Failover": pulsar.Failover, "Shared": pulsar.Shared,
@@ -382,6 +384,11 @@ func (d *goDriver) subscribe(name string) (pulsar.Consumer, error) {
 			options.AckGroupingOptions.MaxSize = 0
 		}
 	}
+	if backoff, ok := d.spec["nack_backoff"].(map[string]any); ok {
+		// Consumer.Nack(message) then waits Next(its redelivery count) instead of the nack delay.
+		options.NackBackoffPolicy = multiplierBackoff{minMs: int64(intOf(backoff["min_ms"], 1000)),
+			maxMs: int64(intOf(backoff["max_ms"], 60_000)), multiplier: floatOf(backoff["multiplier"], 2)}
+	}
 	if maxRedeliver := intOf(d.spec["max_redeliver_count"], -1); maxRedeliver >= 0 {
 		// The spec's count is of redeliveries, the Go client's of deliveries: N redeliveries are N+1
 		// deliveries. The dead-letter topic is the other clients' default, which Go does not make.
@@ -475,4 +482,36 @@ func className(err error) string {
 		return "Timeout"
 	}
 	return strings.TrimPrefix(fmt.Sprintf("%T", err), "*")
+}
+
+// multiplierBackoff is the Java client's MultiplierRedeliveryBackoff (pulsar-client 4.0.7) as a Go
+// NackBackoffPolicy, so that the spec's nack_backoff means the same delays in both clients: min for
+// count 0, then min(floor(min * multiplier^count), max), max past the power where it is reached.
+type multiplierBackoff struct {
+	minMs, maxMs int64
+	multiplier   float64
+}
+
+func (b multiplierBackoff) Next(redeliveryCount uint32) time.Duration {
+	if redeliveryCount == 0 || b.minMs <= 0 {
+		return time.Duration(b.minMs) * time.Millisecond
+	}
+	maxPow := int64(math.Log(float64(b.maxMs)/float64(b.minMs))/math.Log(b.multiplier)) + 1
+	if int64(redeliveryCount) > maxPow {
+		return time.Duration(b.maxMs) * time.Millisecond
+	}
+	delay := min(int64(float64(b.minMs)*math.Pow(b.multiplier, float64(redeliveryCount))), b.maxMs)
+	return time.Duration(delay) * time.Millisecond
+}
+
+func floatOf(value any, otherwise float64) float64 {
+	switch v := value.(type) {
+	case json.Number:
+		if f, err := v.Float64(); err == nil {
+			return f
+		}
+	case float64:
+		return v
+	}
+	return otherwise
 }

@@ -38,7 +38,10 @@ def negative_acknowledge(state: State, op: o.NegativeAcknowledge, completion: o.
     if state.spec.subscription_type.single_active_consumer:
         # "We cannot redeliver single messages if subscription type is not Shared": a full rewind.
         return redeliver(state, op.consumer, completion.at, window=state.spec.nack_window_ms, invoked=invoked)
-    lo, hi = state.spec.nack_window_ms
+    # With a backoff the delay grows with the redelivery count of the copy the application holds
+    # (Java NegativeAcksTracker.add(message): backoff.next(message.getRedeliveryCount()); shown by
+    # suites/broker/test_java_nack_backoff.py). The whole entry takes the nacked message's due time.
+    lo, hi = state.spec.nack_window_for(message.held_count)
     entry_mates = state.entry_messages(message.id.entry)
     # A nack redelivers the whole batch entry (NegativeAcksTracker.add), less the indexes the broker
     # has as acked (below).

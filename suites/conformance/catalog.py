@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from model.guarantees import Guarantee
-from model.spec import InitialPosition, Spec, SubscriptionType
+from model.spec import InitialPosition, NackBackoff, Spec, SubscriptionType
 
 SHARED = Spec(subscription_type=SubscriptionType.SHARED, nack_delay_ms=100)
 EXCLUSIVE = SHARED.with_(subscription_type=SubscriptionType.EXCLUSIVE)
@@ -28,6 +28,7 @@ EXCLUSIVE = SHARED.with_(subscription_type=SubscriptionType.EXCLUSIVE)
 # and a longer one only asks less.
 FAILOVER = SHARED.with_(subscription_type=SubscriptionType.FAILOVER, failover_delay_ms=200)
 KEY_SHARED = SHARED.with_(subscription_type=SubscriptionType.KEY_SHARED)
+NACK_BACKOFF = NackBackoff(min_ms=200, max_ms=600, multiplier=2.0)  # 200, 400, then 600 ms
 ALL_TYPES = {"Exclusive": EXCLUSIVE, "Failover": FAILOVER, "Shared": SHARED, "Key_Shared": KEY_SHARED}
 BASE = ("send", "subscribe", "receive")
 G = Guarantee
@@ -59,7 +60,11 @@ CHECKS = (
     Check(area="exclusive_and_failover", kinds=BASE + ("close", "acknowledge"),
           specs={"Exclusive": EXCLUSIVE, "Failover": FAILOVER},
           guarantees=EVERY_PROGRAM | ACKS | {G.EXCLUSIVE}),
-    Check(area="negative_ack", kinds=BASE + ("negative_acknowledge", "acknowledge", "tick"), specs=ALL_TYPES,
+    # With a nack backoff (MultiplierRedeliveryBackoff) each nack of a message waits longer: checked
+    # for the clients that declare `nack_backoff` (Java, Go), not applicable for the others. Its
+    # first delay is above the nack delay, so a client that ignores it shows at the first nack.
+    Check(area="negative_ack", kinds=BASE + ("negative_acknowledge", "acknowledge", "tick"),
+          specs={**ALL_TYPES, "Shared-backoff": SHARED.with_(nack_backoff=NACK_BACKOFF)},
           guarantees=EVERY_PROGRAM | ACKS | {G.EXCLUSIVE, G.KEY_SHARED_STICKINESS}),
     # No acknowledge op: a message goes to the dead-letter topic acknowledged, so it must not come back.
     Check(area="redelivery_count_and_dead_letter",
@@ -68,6 +73,13 @@ CHECKS = (
                  "Key_Shared-dlq2": KEY_SHARED.with_(max_redeliver_count=2), "Exclusive": EXCLUSIVE},
           guarantees=EVERY_PROGRAM | {G.DEAD_LETTER, G.NO_REDELIVERY_AFTER_ACK, G.EXCLUSIVE,
                                       G.KEY_SHARED_STICKINESS}),
+    # The same rules with redeliveries asked only by negative_acknowledge: checked for the clients
+    # without redeliver_unacknowledged_messages too (Go, Rust). Shared-dlq1 reaches the dead-letter
+    # topic at the second nack; Key_Shared-dlq2 shows the count grow 0, 1, 2 before it.
+    Check(area="dead_letter_by_nack", kinds=BASE + ("negative_acknowledge", "close", "tick"),
+          specs={"Shared-dlq1": SHARED.with_(max_redeliver_count=1),
+                 "Key_Shared-dlq2": KEY_SHARED.with_(max_redeliver_count=2)},
+          guarantees=EVERY_PROGRAM | {G.DEAD_LETTER, G.NO_REDELIVERY_AFTER_ACK, G.KEY_SHARED_STICKINESS}),
     Check(area="key_shared", kinds=BASE + ("acknowledge", "close"), specs={"Key_Shared": KEY_SHARED},
           guarantees=EVERY_PROGRAM | ACKS | {G.KEY_SHARED_STICKINESS}),
     Check(area="consumer_close", kinds=BASE + ("acknowledge", "close", "read_cursor"), specs=ALL_TYPES,

@@ -3,6 +3,8 @@
 The client's NegativeAcksTracker requests the redelivery between the delay and a third of the
 delay later (C++ timerInterval = delay/3); on Shared/Key_Shared only the nacked message comes back,
 counted; on Exclusive/Failover the client falls back to redelivering every unacked message.
+With a nack backoff (Shared-backoff: MultiplierRedeliveryBackoff) each nack waits the backoff's
+delay for the redelivery count of the message nacked (suites/broker/test_java_nack_backoff.py).
 """
 
 import pytest

@@ -88,7 +88,8 @@ def test_a_spec_names_the_client_the_driver_named_in_its_handshake(tmp_path):
 
 
 def test_every_catalog_check_asks_only_what_the_python_client_declares():
-    """With --client python no check is skipped as not applicable but those of ack receipts: the
+    """With --client python no check is skipped as not applicable but those of ack receipts and
+    the nack backoff (the C++ client has neither): the
     catalog's other specs need only what pulsar-client offers (drivers/python/driver.py's CAPABILITIES)."""
     from drivers.python.driver import CAPABILITIES
 
@@ -99,7 +100,7 @@ def test_every_catalog_check_asks_only_what_the_python_client_declares():
     assert "receiver_queue_0" in needed["zero_queue"] and "ack_timeout" in needed["ack_timeout"]
     lacking = {(c.area, name): wire.lacking(hello, c.kinds, s) for c in CHECKS for name, s in c.specs.items()}
     assert {cell: need for cell, need in lacking.items() if need} == {
-        ("persistence", "Exclusive-ack-receipts"): ["ack_receipts"]}
+        ("persistence", "Exclusive-ack-receipts"): ["ack_receipts"], ("negative_ack", "Shared-backoff"): ["nack_backoff"]}
     assert wire.lacking({**hello, "capabilities": []}, ("send", "seek"), Spec()) == ["seek_by_id"]
 
 

@@ -30,6 +30,7 @@ NOT_APPLICABLE = {
     ("batches", "Shared-batch-index-ack"), ("batches", "Exclusive-batch-index-ack"),
     ("seek", "Shared-batch-index-ack"), ("receiver_queue", "Shared-zero-queue"),
     ("zero_queue", "Shared"), ("zero_queue", "Exclusive"), ("persistence", "Exclusive-ack-receipts"),
+    ("negative_ack", "Shared-backoff"),
     *(("redelivery_count_and_dead_letter", s) for s in ("Shared", "Shared-dlq1", "Key_Shared-dlq2", "Exclusive")),
 }
 

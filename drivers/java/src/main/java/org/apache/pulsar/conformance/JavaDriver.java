@@ -40,9 +40,9 @@ import org.apache.pulsar.client.impl.MultiplierRedeliveryBackoff;
 final class JavaDriver {
     static final List<String> OPS = List.of("send", "subscribe", "receive", "acknowledge", "acknowledge_cumulative",
             "negative_acknowledge", "redeliver_unacknowledged_messages", "close", "seek", "tick");
-    static final List<String> CAPABILITIES = List.of("ack_receipts", "ack_grouping_time",
+    static final List<String> CAPABILITIES = List.of("ack_receipts", "nack_backoff", "ack_grouping_time",
             "batch_index_ack", "receiver_queue_0", "ack_timeout", "dead_letter_policy", "redeliver_unacknowledged",
-            "seek_by_id");
+            "seek_by_id", "redelivery_count");
     static final int RECEIVE_TIMEOUT_MS = 100;  // a receive request without `ms`
     static final int NACK_PRECISION_BITS = Integer.parseInt(
             System.getenv().getOrDefault("CONFORMANCE_JAVA_NACK_PRECISION_BITS", "0"));
@@ -313,6 +313,8 @@ final class JavaDriver {
         }
         JsonNode backoff = spec.path("nack_backoff");
         if (backoff.isObject()) {
+            // The nack of a message waits backoff.next(its redelivery count) instead of the nack
+            // delay (NegativeAcksTracker.add(Message)): negativeAcknowledge is given the Message.
             builder.negativeAckRedeliveryBackoff(MultiplierRedeliveryBackoff.builder()
                     .minDelayMs(backoff.path("min_ms").asLong(1000)).maxDelayMs(backoff.path("max_ms").asLong(60_000))
                     .multiplier(backoff.path("multiplier").asDouble(2.0)).build());

@@ -73,13 +73,6 @@ CHECKS = (
                  "Key_Shared-dlq2": KEY_SHARED.with_(max_redeliver_count=2), "Exclusive": EXCLUSIVE},
           guarantees=EVERY_PROGRAM | {G.DEAD_LETTER, G.NO_REDELIVERY_AFTER_ACK, G.EXCLUSIVE,
                                       G.KEY_SHARED_STICKINESS}),
-    # The same rules with redeliveries asked only by negative_acknowledge: checked for the clients
-    # without redeliver_unacknowledged_messages too (Go, Rust). Shared-dlq1 reaches the dead-letter
-    # topic at the second nack; Key_Shared-dlq2 shows the count grow 0, 1, 2 before it.
-    Check(area="dead_letter_by_nack", kinds=BASE + ("negative_acknowledge", "close", "tick"),
-          specs={"Shared-dlq1": SHARED.with_(max_redeliver_count=1),
-                 "Key_Shared-dlq2": KEY_SHARED.with_(max_redeliver_count=2)},
-          guarantees=EVERY_PROGRAM | {G.DEAD_LETTER, G.NO_REDELIVERY_AFTER_ACK, G.KEY_SHARED_STICKINESS}),
     Check(area="key_shared", kinds=BASE + ("acknowledge", "close"), specs={"Key_Shared": KEY_SHARED},
           guarantees=EVERY_PROGRAM | ACKS | {G.KEY_SHARED_STICKINESS}),
     Check(area="consumer_close", kinds=BASE + ("acknowledge", "close", "read_cursor"), specs=ALL_TYPES,

@@ -9,6 +9,12 @@ guarantee it breaks (the one most states agree on).
 
 This layer is the only part of the model that asks the solver: a cursor read the core cannot
 decide (a `CursorPrefixQuestion`) is put to Z3 (model/smt/admissibility.py, `check_epoch`).
+
+It is also where a history's completion times are read as the checker's: the ops of a history run
+one after another, each invoked once the one before it completed, so a completion stamped before
+the last one's is a time no broker can report. It says nothing of Pulsar: the target (or the
+driver's clock, or a stored history) is wrong, and the history is refused as malformed
+(`ImpossibleStamp`, a harness error), never checked on.
 """
 
 from __future__ import annotations
@@ -38,17 +44,34 @@ class Verdict:
         return self.violation is None
 
 
+class ImpossibleStamp(ValueError):
+    """A completion stamped before the completion of the op before it: the history is malformed
+    (the target reports impossible times), not a verdict on the broker."""
+
+    def __init__(self, op: o.Op, at: int, last: int) -> None:
+        self.op, self.at, self.last = op, at, last
+        self.history: tuple = ()  # the history up to this op, when the lock-step run tells it
+        super().__init__(f"the target reports impossible times: {op!r} completed at {at} ms, before the op "
+                         f"before it completed (at {last} ms); a history's times never go back")
+
+    def __reduce__(self):
+        return type(self), (self.op, self.at, self.last)
+
+
 def start(spec: Spec) -> Verdict:
     return Verdict(states=frozenset({initial(spec)}))
 
 
 def apply(verdict: Verdict, op: o.Op, completion: o.Completion) -> Verdict:
-    """Step every possible state; keep those that allow the observation."""
+    """Step every possible state; keep those that allow the observation. A completion stamped
+    before the last one (every state's clock is the last completion's time) raises `ImpossibleStamp`."""
     if verdict.violation is not None:
         return verdict
     survivors: set[State] = set()
     violations: list[Violation] = []
     for state in verdict.states:
+        if completion.at < state.now:
+            raise ImpossibleStamp(op, completion.at, state.now)
         result = decide(step(state, op, completion))
         if isinstance(result, Violation):
             violations.append(result)

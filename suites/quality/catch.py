@@ -2,7 +2,9 @@
 
 Breadth first, as a user's run would find it soonest: every check with a few examples, then every
 check with the full `ci` budget. The first `ConformanceFailure` is the catch: the check and spec
-that found it, and the shrunk program (the failure's history and steps). The slow checks run too
+that found it, and the shrunk program (the failure's history and steps). A target whose history the
+checker refuses as malformed (completion times that go back: model.nondet.ImpossibleStamp) is
+caught too: such a run is unknown (harness error), never a pass. The slow checks run too
 (ack_timeout): against the model target, whose clock is simulated, they take about a second at
 the `ci` budget, and without them no fault of ack-timeout behaviour could be caught.
 """
@@ -19,6 +21,7 @@ from fixtures import hypothesis_profiles  # noqa: F401  (registers the profiles)
 from fixtures.targets.faulty import Fault
 from fixtures.targets.lockstep import ConformanceFailure
 from fixtures.targets.protocol import Target
+from model.nondet import ImpossibleStamp
 from model.spec import Spec
 from suites.conformance.catalog import CHECKS, Check
 from suites.machines import run_conformance
@@ -32,11 +35,26 @@ class Catch:
     check: Check
     spec_name: str
     spec: Spec
-    failure: ConformanceFailure
+    failure: ConformanceFailure | ImpossibleStamp
 
     @property
     def where(self) -> str:
         return f"{self.check.area}[{self.spec_name}]"
+
+    @property
+    def told(self) -> str:
+        """The guarantee the failure names, or what made the history malformed."""
+        if isinstance(self.failure, ImpossibleStamp):
+            return MALFORMED
+        return self.failure.violation.guarantee.value
+
+    @property
+    def length(self) -> int:
+        """The ops of the shrunk program."""
+        return len(self.failure.history)
+
+
+MALFORMED = "malformed history (impossible times)"
 
 
 def first_failure(fault: Fault) -> Catch | None:
@@ -55,6 +73,6 @@ def first_failure_of(make_target: Callable[[], Target], name: str,
                 try:
                     run_conformance(make_target(), spec, lambda: next(ids), kinds=check.kinds, settings_=budget,
                                     drain_idle_ms=DRAIN_IDLE_MS)
-                except ConformanceFailure as failure:
+                except (ConformanceFailure, ImpossibleStamp) as failure:
                     return Catch(check=check, spec_name=spec_name, spec=spec, failure=failure)
     return None

@@ -9,7 +9,8 @@ program tells apart is set aside as equivalent, with the number of programs and 
 
 A distinguishing program is then given to the checker (the real model, in lock-step, with a drain
 at its end): when the checker refuses the mutant's answers, the guarantee it names is what the
-catalog's programs missed (a generation gap); when it accepts them, the mutant answers as a broker
+catalog's programs missed (a generation gap; or, for completion times that go back, that the
+history is malformed); when it accepts them, the mutant answers as a broker
 the model allows (another of the choices the model leaves open), which no check can refuse.
 """
 
@@ -21,9 +22,11 @@ from dataclasses import dataclass
 from fixtures.targets.lockstep import ConformanceFailure, Lockstep
 from fixtures.targets.model_target import ModelTarget
 from model import ops as o
+from model.nondet import ImpossibleStamp
 from model.spec import Spec
 from model.vocabulary import random_op
 from suites.conformance.catalog import CHECKS
+from suites.quality.catch import MALFORMED
 
 PROGRAM_STEPS = 30
 
@@ -104,6 +107,9 @@ def _judged(found: Distinction, make_mutant) -> Distinction:
     except ConformanceFailure as failure:
         return Distinction(program=found.program, length=found.length, expected=found.expected, got=found.got,
                            refused_as=failure.violation.guarantee.value, refusal=failure.violation.detail)
+    except ImpossibleStamp as error:  # the checker refuses the history itself: its times go back
+        return Distinction(program=found.program, length=found.length, expected=found.expected, got=found.got,
+                           refused_as=MALFORMED, refusal=str(error))
     except Exception as error:  # noqa: BLE001
         return Distinction(program=found.program, length=found.length, expected=found.expected, got=found.got,
                            refusal=f"the run raised {type(error).__name__}: {error}")

@@ -1,12 +1,14 @@
 """The mutation report: how many mechanically made faults of the model the conformance catalog catches.
 
     python -m suites.quality.mutation [--sample N] [--seed S] [--jobs 2] [--out reports/out/mutation]
+    python -m suites.quality.mutation --only 'simulate.py:42:forget-field'   (the mutants whose id has it)
 
 Every mutant of the model's rule code (suites/quality/mutator.py) is run as a target against the
 whole catalog, check after check at the `ci` profile (suites/quality/catch.py), each in its own
 worker process bounded by a timeout. Outcomes:
-- killed: a check failed; the guarantee its violation names, the check, and the time to kill
-  (finding and shrinking, as the faulty targets' quality test counts it);
+- killed: a check failed; the guarantee its violation names (or, when the checker refused the
+  mutant's history as malformed, its completion times going back, that), the check, and the time
+  to kill (finding and shrinking, as the faulty targets' quality test counts it);
 - survived: every check passed and some random program tells the mutant from the model (the
   shortest found is reported, with the guarantee the checker names for it, if any);
 - equivalent: every check passed and no program of the equivalence run tells it apart
@@ -75,8 +77,8 @@ def run_mutant(mutant: Mutant, root: Path, programs: list[equivalence.Program], 
     seconds = time.perf_counter() - started
     result["cpu_seconds"] = time.process_time() - cpu
     if catch is not None:
-        return result | {"outcome": KILLED, "seconds": seconds, "guarantee": catch.failure.violation.guarantee.value,
-                         "by": catch.where, "shrunk_to": len(catch.failure.history)}
+        return result | {"outcome": KILLED, "seconds": seconds, "guarantee": catch.told, "by": catch.where,
+                         "shrunk_to": catch.length}
     found = equivalence.distinguish(make, programs)
     if found is None:
         return result | {"outcome": EQUIVALENT, "seconds": seconds, "evidence": {
@@ -201,7 +203,8 @@ def markdown(report: dict) -> str:
     lines = ["# Mutation score of the conformance catalog (`ci` profile)", "",
              f"{report['date']}, commit {report['commit']}, {report['machine']}; command: `{report['command']}`", "",
              f"Mutants of the rule code: {report['mutants_total']}; run: {report['mutants_run']}"
-             + (f", the first of them in a random order (seed {report['seed']}; {report['sample']} drawn)"
+             + (f", those whose id contains {' or '.join(map(repr, report['only']))}" if report.get("only") else
+                f", the first of them in a random order (seed {report['seed']}; {report['sample']} drawn)"
                 if report["mutants_run"] < report["mutants_total"] else ""),
              "", "| outcome | mutants |", "|---|---|"]
     lines += [f"| {outcome} | {counts[outcome]} |" for outcome in OUTCOMES]
@@ -243,7 +246,7 @@ def _meta(args, argv: list[str]) -> dict:
     return {"date": date.today().isoformat(), "commit": commit or "unknown",
             "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
             "command": "python -m suites.quality.mutation " + " ".join(argv), "seed": args.seed,
-            "profile": "ci", "equivalence_programs": args.programs}
+            "profile": "ci", "equivalence_programs": args.programs, "only": args.only}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -254,6 +257,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--timeout", type=float, default=TIMEOUT_S, help="CPU seconds per mutant")
     parser.add_argument("--programs", type=int, default=EQUIVALENCE_PROGRAMS, help="random programs per survivor")
+    parser.add_argument("--only", action="append", default=[], metavar="TEXT",
+                        help="run only the mutants whose id (file:line:operator:original -> mutated) contains "
+                             "TEXT (repeatable), all of them, unsampled")
     parser.add_argument("--out", type=Path, default=Path("reports/out/mutation"))
     args = parser.parse_args(argv)
     # Stopped early (Ctrl-C, or SIGTERM: a background run ignores SIGINT), the report covers the
@@ -267,6 +273,10 @@ def main(argv: list[str] | None = None) -> int:
     every = mutants(model=root / SNAPSHOT)
     # In a random order (seeded), so that a run cut short is still a random sample.
     chosen = random.Random(args.seed).sample(every, min(args.sample or len(every), len(every)))
+    if args.only:
+        chosen = [m for m in every if any(text in m.id for text in args.only)]
+        if not chosen:
+            parser.error(f"no mutant's id contains {' or '.join(map(repr, args.only))}")
     _PROGRAMS[:] = equivalence.reference_programs(args.programs)
     meta = _meta(args, argv)  # the commit the run starts on
     started = time.monotonic()

@@ -14,7 +14,9 @@ from __future__ import annotations
 import hashlib
 import shutil
 import subprocess
+import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from fixtures.broker.config import default_version, parse_version, state_root
@@ -49,14 +51,32 @@ def up_to_date(version: str) -> bool:
     return stamp.exists() and stamp.read_text().splitlines()[0] == sources_hash()
 
 
-def build(version: str | None = None, *, force: bool = False) -> Path:
+def build(version: str | None = None, *, force: bool = False, say: Callable[[str], None] | None = None) -> Path:
     """Build the driver against pulsar-client `version` (default: the broker's, $PULSAR_VERSION or
-    the pinned one) unless it is up to date; return its folder."""
+    the pinned one) unless it is up to date; return its folder. A build says so first (`say`, by
+    default stderr: Maven takes a while), and one that cannot run names the command to run by hand."""
     version = version or default_version()
     parse_version(version)
     target = build_dir(version)
     if not force and up_to_date(version):
         return target
+    (say or _stderr)(f"building the Java driver for pulsar-client {version} into {target} (once per version "
+                     f"and source change; by hand: {build_command(version)})")
+    try:
+        return _build(version, target)
+    except BuildError as error:
+        raise BuildError(f"{error}\nTo build it by hand: {build_command(version)}") from None
+
+
+def build_command(version: str) -> str:
+    return f".venv/bin/python -m drivers.java build --pulsar-version {version}"
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def _build(version: str, target: Path) -> Path:
     missing = [tool for tool in ("mvn", "javac") if shutil.which(tool) is None]
     if missing:
         raise BuildError(f"the Java driver needs {' and '.join(missing)} on PATH to be built (Maven and a Java 17 "
@@ -83,7 +103,7 @@ def build(version: str | None = None, *, force: bool = False) -> Path:
     return target
 
 
-def command(version: str | None = None) -> tuple[str, ...]:
+def command(version: str | None = None, *, say: Callable[[str], None] | None = None) -> tuple[str, ...]:
     """The command that starts the Java driver (built first when it is not up to date)."""
-    folder = build(version)
+    folder = build(version, say=say)
     return (str(find_java()), *JVM_OPTIONS, "-cp", f"{folder / 'classes'}:{folder / 'lib' / '*'}", MAIN_CLASS)

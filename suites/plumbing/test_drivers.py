@@ -15,6 +15,7 @@ import pytest
 from hypothesis import settings
 
 from drivers import wire
+from fixtures import options
 from fixtures.targets.driver_target import (MODEL_DRIVER, PYTHON_DRIVER, ClientCrashed, DriverProcess, DriverTarget,
                                            driver_command)
 from model import ops as o
@@ -153,7 +154,8 @@ def pytest_generate_tests(metafunc):
     if "driver_command" in metafunc.fixturenames:
         client = metafunc.config.getoption("client") or ""
         if client and client != "python":
-            metafunc.parametrize("driver_command", [driver_command(client)],
+            version = options.pulsar_version(metafunc.config) if client == "java" else None
+            metafunc.parametrize("driver_command", [driver_command(client, version=version)],
                                  ids=["given" if client.startswith("cmd:") else client])
         else:
             metafunc.parametrize("driver_command", [MODEL_DRIVER, PYTHON_DRIVER], ids=["model", "python"])

@@ -26,7 +26,7 @@ M0, M1_0, M1_1 = o.MessageId(0), o.MessageId(1, 0), o.MessageId(1, 1)
 @pytest.fixture(scope="module")
 def java(pulsar_broker):
     target = pulsar_target(pulsar_broker.service_url, pulsar_broker.admin_url, controller=pulsar_broker.controller,
-                           client="java")
+                           client="java", version=pulsar_broker.version)
     yield target
     target.close()
 
@@ -94,7 +94,7 @@ def java_default_nack_precision(pulsar_broker):
     os.environ["CONFORMANCE_JAVA_NACK_PRECISION_BITS"] = "8"
     try:
         target = pulsar_target(pulsar_broker.service_url, pulsar_broker.admin_url,
-                               controller=pulsar_broker.controller, client="java")
+                               controller=pulsar_broker.controller, client="java", version=pulsar_broker.version)
     finally:
         del os.environ["CONFORMANCE_JAVA_NACK_PRECISION_BITS"]
     yield target

@@ -13,7 +13,7 @@ from reports import gate
 from reports.baseline import load_baseline
 from reports.signatures import signature
 from suites.reports.samples import result, save, summary
-from suites.reports.test_gate import run_gate, write_baseline
+from suites.reports.test_gate import ROOT, run_gate, write_baseline
 
 PYTHON, RUST, RUST_NEXT = ("python", "3.13.0"), ("rust", "6.9.1"), ("rust", "6.9.2")
 WHOLE_BATCH = signature("the cursor has m#.# acknowledged, which no ack covers",
@@ -119,3 +119,21 @@ def test_the_same_entry_twice_for_one_client_is_refused(tmp_path, capsys):
     assert gate.main(["--results", str(tmp_path / "summary.json"), "--baseline",
                       str(tmp_path / "baseline.json")]) == 2
     assert "accepted more than once: individual_ack [Shared] cursor (client rust)" in capsys.readouterr().err
+
+
+def test_the_shipped_rust_findings_are_accepted_for_rust_only(tmp_path):
+    """Every Rust entry of reports/baseline.json, as the failure it accepts: accepted in a run of the
+    Rust client, a new divergence in a Python client's run of the same cells."""
+    shipped = load_baseline(ROOT / "reports" / "baseline.json")
+    rust = [e for e in shipped.accepted if e.client == "rust"]
+    assert rust
+    failures = {(e.area, e.spec_id): result(e.area, e.spec_id, "failed", guarantee=e.guarantee,
+                                             detail=e.evidence.rpartition("profile): ")[2], signature=e.signature)
+                for e in rust}
+    (tmp_path / "baseline.json").write_text((ROOT / "reports" / "baseline.json").read_text())
+    for client, verdict in ((RUST, 0), (PYTHON, 1)):
+        save(tmp_path, summary(*failures.values(), client=client))
+        code = gate.main(["--results", str(tmp_path / "summary.json"), "--baseline", str(tmp_path / "baseline.json")])
+        text = (tmp_path / "gate.md").read_text()
+        assert code == verdict, client
+        assert f"{len(failures) if verdict else 0} new divergence(s)" in text, client

@@ -15,6 +15,7 @@ import time
 
 import pytest
 
+from fixtures.admin import AdminError
 from fixtures.broker import Broker, BrokerConfig, BrokerError, free_port
 from fixtures.broker.process import _MAIN_CLASS, _alive, port_in_use
 from fixtures.broker.recovery import port_holders, threads_left, wait_ports_free
@@ -108,3 +109,40 @@ def test_a_crashed_broker_starts_again_without_the_sessions_it_left(tmp_path):
         broker.admin.create_topic("persistent://public/default/after-the-crash")  # a new ledger: a bookie is there
     finally:
         broker.stop()
+
+
+class _Admin:
+    """The admin API of a broker that is ready and healthy, whose new topics answer `created`."""
+
+    def __init__(self, created: int | None) -> None:
+        self.created, self.deleted = created, []
+
+    def ready(self):
+        return True
+
+    def namespaces(self, tenant):
+        return ("public/default",)
+
+    def health_check(self):
+        return None
+
+    def create_topic(self, topic):
+        if self.created is not None:
+            raise AdminError(f"PUT {topic} -> HTTP {self.created}", status=self.created)
+
+    def delete_topic(self, topic):
+        self.deleted.append(topic)
+
+
+@pytest.mark.parametrize("created, waiting", [
+    (None, None),
+    (409, None),  # created by an earlier try whose answer came too late
+    (500, "a new topic and its ledger (PUT persistent://public/default/probe -> HTTP 500)"),
+])
+def test_a_broker_is_usable_only_once_a_new_topic_can_be_created(tmp_path, created, waiting):
+    """The health check's topic may take writes while no new ledger can be created (a bookie whose
+    registration flaps after a kill): a new topic, and so a new ledger, is the last readiness step."""
+    broker = Broker(BrokerConfig(root=tmp_path, broker_port=free_port(), web_port=free_port()))
+    broker.admin = _Admin(created)
+    assert broker._waiting_for("persistent://public/default/probe") == waiting
+    assert broker.admin.deleted == ([] if waiting else ["persistent://public/default/probe"])

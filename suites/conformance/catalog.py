@@ -81,7 +81,9 @@ CHECKS = (
           specs={"Shared": SHARED, "Shared-batch-index-ack": SHARED.with_(client_batch_index_ack=True),
                  "Exclusive-batch-index-ack": EXCLUSIVE.with_(client_batch_index_ack=True)},
           guarantees=EVERY_PROGRAM | ACKS | {G.CURSOR, G.EXCLUSIVE}),
-    Check(area="seek", kinds=BASE + ("acknowledge", "seek"),
+    # A close gives back what the seeking consumer still holds: the messages a seek moved past must
+    # not come again, and the target the seeking consumer skipped comes to the next one.
+    Check(area="seek", kinds=BASE + ("acknowledge", "seek", "close"),
           specs={"Exclusive": EXCLUSIVE, "Shared": SHARED,
                  "Shared-batch-index-ack": SHARED.with_(client_batch_index_ack=True)},
           guarantees=EVERY_PROGRAM | ACKS | {G.EXCLUSIVE}),
@@ -100,7 +102,8 @@ CHECKS = (
     Check(area="zero_queue", kinds=BASE + ("acknowledge", "negative_acknowledge", "close"),
           specs={"Shared": SHARED.with_(receiver_queue_size=0), "Exclusive": EXCLUSIVE.with_(receiver_queue_size=0)},
           guarantees=EVERY_PROGRAM | ACKS | {G.EXCLUSIVE}),
-    Check(area="ack_timeout", kinds=BASE + ("acknowledge", "tick"), slow=True,
+    # A close drops the ack timeouts its consumer's client was tracking, and the counts they added.
+    Check(area="ack_timeout", kinds=BASE + ("acknowledge", "tick", "close"), slow=True,
           specs={"Shared": SHARED.with_(ack_timeout_ms=10_000), "Exclusive": EXCLUSIVE.with_(ack_timeout_ms=10_000)},
           guarantees=EVERY_PROGRAM | ACKS | {G.EXCLUSIVE}),
 )

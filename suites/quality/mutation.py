@@ -1,6 +1,6 @@
 """The mutation report: how many mechanically made faults of the model the conformance catalog catches.
 
-    python -m suites.quality.mutation [--sample N] [--seed S] [--jobs 2] [--out reports/out/mutation]
+    python -m suites.quality.mutation [--sample N [--limit K]] [--seed S] [--jobs 2] [--out reports/out/mutation]
     python -m suites.quality.mutation --only 'simulate.py:42:forget-field'   (the mutants whose id has it)
 
 Every mutant of the model's rule code (suites/quality/mutator.py) is run as a target against the
@@ -254,6 +254,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m suites.quality.mutation", description=__doc__.splitlines()[0])
     parser.add_argument("--sample", type=int, default=None, help="run a random sample of this many mutants")
     parser.add_argument("--seed", type=int, default=0, help="the sample's seed")
+    parser.add_argument("--limit", type=int, default=None, metavar="K",
+                        help="run only the first K mutants of the sample (as a run stopped after K would)")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--timeout", type=float, default=TIMEOUT_S, help="CPU seconds per mutant")
     parser.add_argument("--programs", type=int, default=EQUIVALENCE_PROGRAMS, help="random programs per survivor")
@@ -272,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
     shutil.copytree(MODEL, root / SNAPSHOT, ignore=shutil.ignore_patterns("__pycache__"))
     every = mutants(model=root / SNAPSHOT)
     # In a random order (seeded), so that a run cut short is still a random sample.
-    chosen = random.Random(args.seed).sample(every, min(args.sample or len(every), len(every)))
+    chosen = random.Random(args.seed).sample(every, min(args.sample or len(every), len(every)))[:args.limit]
     if args.only:
         chosen = [m for m in every if any(text in m.id for text in args.only)]
         if not chosen:
@@ -284,7 +286,8 @@ def main(argv: list[str] | None = None) -> int:
     with (args.out / "results.jsonl").open("w") as log:
         results = run_all(chosen, root, args.jobs, args.timeout, log)
     report = summarize(results, total=len(every), meta=meta | {
-        "wall_seconds": round(time.monotonic() - started), "sample": len(chosen)})
+        "wall_seconds": round(time.monotonic() - started),
+        "sample": min(args.sample or len(every), len(every))})
     (args.out / "mutation.json").write_text(json.dumps(report, indent=1, default=str))
     (args.out / "mutation.md").write_text(markdown(report))
     print(markdown(report).split("## Per guarantee")[0])

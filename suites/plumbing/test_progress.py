@@ -47,6 +47,8 @@ def test_a_broker_start_says_what_it_waits_for(tmp_path, monkeypatch):
     monkeypatch.setattr(broker.admin, "ready", lambda: next(answers))
     monkeypatch.setattr(broker.admin, "namespaces", lambda tenant: ("public/default",) if next(answers) else ())
     monkeypatch.setattr(broker.admin, "health_check", lambda: None)
+    monkeypatch.setattr(broker.admin, "create_topic", lambda topic: None)
+    monkeypatch.setattr(broker.admin, "delete_topic", lambda topic: None)
     monkeypatch.setattr(progress, "EVERY_S", 0.2)
     said: list[str] = []
     broker._wait_usable(None, float("inf"), said.append)

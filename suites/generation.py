@@ -9,6 +9,9 @@ boundary ticks.
 - State weights: an op is drawn with a weight that grows with what it can act on. A nack, a seek,
   a close, an unload or a redelivery request is worth more while messages are held, acks are
   pending (the client's ack grouping), the cursor has holes, or copies may sit in receiver queues.
+  Under a dead-letter policy a nack is worth more while a held message is not nacked yet, and a
+  held message that came back counted is offered more often: its nack brings it nearer the
+  dead-letter topic.
 - Boundary ticks: a tick lands just before, on or just after a bound of a window open now
   (`model.vocabulary.boundary_ticks`: the nack delay and its tick, the ack timeout and its tick,
   a rewind, the Failover pause), not only past every window.
@@ -41,6 +44,9 @@ KNOBS = {
 FEW_KEYS = frozenset(KEYS[:2])
 BASE_WEIGHT = 2
 TICKETS = 1 << 12  # the range of the draw that picks a kind by weight
+# Under a dead-letter policy: how many more copies of a counted held message a nack's candidates
+# carry, and half the nack's weight bonus while a held message is not nacked yet.
+TOWARD_DEAD_LETTER = 3
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -120,6 +126,8 @@ def options(state: State, kind: str, generation: Generation, swarm: Swarm) -> tu
         return boundary_ticks(state) + offered
     if kind in ("send", "subscribe") and swarm.knobs:
         return tuple(op for op in offered if swarm.allows(op))
+    if kind == "negative_acknowledge" and state.spec.max_redeliver_count is not None:
+        return offered + tuple(op for op in offered if _counted(state, op.message)) * TOWARD_DEAD_LETTER
     return offered
 
 
@@ -137,6 +145,8 @@ def weight(state: State, kind: str) -> int:
     match kind:
         case "negative_acknowledge":
             bonus = 2 * (pending or _partly_acked(state)) + 2 * any(m.redelivery_from is not None for m in held)
+            if state.spec.max_redeliver_count is not None:
+                bonus += 2 * TOWARD_DEAD_LETTER * any(m.redelivery_from is None for m in held)
         case "seek" | "unload":
             bonus = 2 * pending + 2 * queued + 2 * holes
         case "close" | "redeliver_unacknowledged_messages":
@@ -148,6 +158,12 @@ def weight(state: State, kind: str) -> int:
         case _:
             bonus = 0
     return BASE_WEIGHT + bonus
+
+
+def _counted(state: State, message_id: o.MessageId) -> bool:
+    """Held, received with a redelivery count and not nacked since: one nack nearer the dead-letter topic."""
+    message = state.message(message_id)
+    return message.status is HELD and message.held_count > 0 and message.redelivery_from is None
 
 
 def _held(state: State) -> list:

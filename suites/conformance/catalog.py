@@ -73,6 +73,14 @@ CHECKS = (
                  "Key_Shared-dlq2": KEY_SHARED.with_(max_redeliver_count=2), "Exclusive": EXCLUSIVE},
           guarantees=EVERY_PROGRAM | {G.DEAD_LETTER, G.NO_REDELIVERY_AFTER_ACK, G.EXCLUSIVE,
                                       G.KEY_SHARED_STICKINESS}),
+    # The same rules with redeliveries asked only by negative_acknowledge, so that a client without
+    # redeliver_unacknowledged_messages (Go) is checked on its dead-letter policy too. No close: a
+    # cheap program spends its steps on nacks (Shared-dlq2: counts 0, 1, 2, then the dead-letter
+    # topic; Key_Shared-dlq1: there at the second nack).
+    Check(area="dead_letter_by_nack", kinds=BASE + ("negative_acknowledge", "tick"),
+          specs={"Shared-dlq2": SHARED.with_(max_redeliver_count=2),
+                 "Key_Shared-dlq1": KEY_SHARED.with_(max_redeliver_count=1)},
+          guarantees=EVERY_PROGRAM | {G.DEAD_LETTER, G.NO_REDELIVERY_AFTER_ACK, G.KEY_SHARED_STICKINESS}),
     Check(area="key_shared", kinds=BASE + ("acknowledge", "close"), specs={"Key_Shared": KEY_SHARED},
           guarantees=EVERY_PROGRAM | ACKS | {G.KEY_SHARED_STICKINESS}),
     Check(area="consumer_close", kinds=BASE + ("acknowledge", "close", "read_cursor"), specs=ALL_TYPES,

@@ -35,7 +35,11 @@ CAPABILITIES = {
     "dead_letter_policy": "a dead-letter policy (spec max_redeliver_count)",
     "redeliver_unacknowledged": "consumer.redeliverUnacknowledgedMessages()",
     "seek_by_id": "consumer.seek(message id)",
+    "redelivery_count": "a received message's redelivery count (Message.getRedeliveryCount())",
 }
+# The ops that ask the broker for a redelivery it counts (on Shared and Key_Shared); with the ack
+# timeout, a spec setting, they are the programs in which a message may come with a count above 0.
+COUNTED_REDELIVERIES = ("negative_acknowledge", "redeliver_unacknowledged_messages")
 DEFAULT_ACK_GROUPING_MS = 100
 
 
@@ -65,6 +69,9 @@ def needs(kinds: Iterable[str], spec: Spec) -> list[str]:
         wanted.append("ack_receipts")
     if spec.nack_backoff is not None:
         wanted.append("nack_backoff")
+    if spec.subscription_type.tracks_redelivery_count and (
+            kinds.intersection(COUNTED_REDELIVERIES) or spec.ack_timeout_ms is not None):
+        wanted.append("redelivery_count")
     return wanted
 
 

@@ -28,8 +28,9 @@ CONSUMER_TYPES = {
     SubscriptionType.KEY_SHARED: pulsar.ConsumerType.KeyShared,
 }
 REFUSALS = (pulsar.CumulativeAcknowledgementNotAllowedError, pulsar.ConsumerBusy)
+# No ack receipts, nack backoff or ack grouping time.
 CAPABILITIES = ("batch_index_ack", "receiver_queue_0", "ack_timeout", "dead_letter_policy",
-                "redeliver_unacknowledged", "seek_by_id")  # no ack receipts, nack backoff or ack grouping time
+                "redeliver_unacknowledged", "seek_by_id", "redelivery_count")
 RECEIVE_TIMEOUT_MS = 100  # a receive request without `ms`
 
 

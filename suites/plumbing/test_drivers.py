@@ -19,7 +19,7 @@ from fixtures import options
 from fixtures.targets.driver_target import (MODEL_DRIVER, PYTHON_DRIVER, ClientCrashed, DriverProcess, DriverTarget,
                                            driver_command)
 from model import ops as o
-from model.spec import Spec
+from model.spec import Spec, SubscriptionType
 from reports.failures import read_events
 from suites.conformance.catalog import CHECKS
 from suites.machines import run_conformance
@@ -103,6 +103,22 @@ def test_every_catalog_check_asks_only_what_the_python_client_declares():
     assert {cell: need for cell, need in lacking.items() if need} == {
         ("persistence", "Exclusive-ack-receipts"): ["ack_receipts"], ("negative_ack", "Shared-backoff"): ["nack_backoff"]}
     assert wire.lacking({**hello, "capabilities": []}, ("send", "seek"), Spec()) == ["seek_by_id"]
+
+
+def test_the_redelivery_count_is_needed_where_a_program_can_ask_for_a_counted_redelivery():
+    """`redelivery_count` (drivers/PROTOCOL.md): a program on Shared or Key_Shared with a nack, a
+    redeliver_unacknowledged_messages or an ack timeout may see a count above 0, so a client that
+    cannot show it is not checked there; elsewhere a count of 0 is always allowed."""
+    shared = Spec(subscription_type=SubscriptionType.SHARED)
+    exclusive, key_shared = (shared.with_(subscription_type=t) for t in (SubscriptionType.EXCLUSIVE,
+                                                                         SubscriptionType.KEY_SHARED))
+    assert "redelivery_count" in wire.needs(("send", "receive", "negative_acknowledge"), shared)
+    assert "redelivery_count" in wire.needs(("send", "receive", "redeliver_unacknowledged_messages"), key_shared)
+    assert "redelivery_count" in wire.needs(("send", "receive"), shared.with_(ack_timeout_ms=10_000))
+    assert "redelivery_count" not in wire.needs(("send", "receive", "negative_acknowledge"), exclusive)
+    assert "redelivery_count" not in wire.needs(("send", "receive", "acknowledge", "close", "seek", "unload"), shared)
+    without = {"ops": list(wire.CLIENT_OPS), "capabilities": [c for c in wire.CAPABILITIES if c != "redelivery_count"]}
+    assert wire.lacking(without, ("send", "negative_acknowledge"), shared) == ["redelivery_count"]
 
 
 def _pytest(folder: Path, *args: str) -> subprocess.CompletedProcess:

@@ -17,6 +17,7 @@ from fixtures.targets.driver_target import DriverProcess
 from fixtures.targets.loader import pulsar_target
 from model import ops as o
 from model.spec import Spec, SubscriptionType
+from suites.conformance.catalog import check
 from suites.plumbing.test_drivers import test_a_driver_answers_every_request_and_errors_are_data as answers_every_request
 
 M0, M1, M1_0, M1_1 = o.MessageId(0), o.MessageId(1), o.MessageId(1, 0), o.MessageId(1, 1)
@@ -53,10 +54,13 @@ def test_the_go_driver_declares_only_what_the_go_client_has(go_driver):
         assert "redeliver_unacknowledged_messages" not in hello["ops"]
         assert {"ack_timeout", "redeliver_unacknowledged", "ack_receipts"}.isdisjoint(hello["capabilities"])
         assert {"receiver_queue_0", "dead_letter_policy", "batch_index_ack", "seek_by_id",
-                "nack_backoff"} <= set(hello["capabilities"])
+                "nack_backoff", "redelivery_count"} <= set(hello["capabilities"])
         refused = driver.request(wire.reset(Spec(ack_timeout_ms=1000), "persistent://public/default/t", "s"), 5_000)
         assert refused["error"]["class"] == "UnsupportedSetting"
         assert wire.lacking(hello, ("send", "redeliver_unacknowledged_messages"), Spec()) == ["redeliver_unacknowledged"]
+        # Its dead-letter policy is checked by the area whose redeliveries come from nacks only.
+        dead_letter = check("dead_letter_by_nack")
+        assert not any(wire.lacking(hello, dead_letter.kinds, spec) for spec in dead_letter.specs.values())
     finally:
         driver.stop()
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import shlex
 import time
 
+import pulsar
 import pytest
 
 from drivers import wire
@@ -148,6 +149,27 @@ def test_a_negative_ack_is_redelivered_at_once(rust_target):
                o.NegativeAcknowledge(consumer="c0", message=M0), o.Receive(consumer="c0", timeout_ms=50)]
     violation = _violation(rust_target, SHARED, program)
     assert violation is not None and violation.guarantee is Guarantee.NO_DUPLICATE_WITHOUT_CAUSE, violation
+
+
+@pytest.mark.broker
+def test_a_message_goes_to_the_dead_letter_topic_one_redelivery_early(rust_target, pulsar_client):
+    """KD-25. max_redeliver_count 1: the application should get m0 once more, redelivered (count 1),
+    and only a further redelivery goes to the dead-letter topic; the crate dead-letters a copy
+    whose count reaches the limit as it arrives (`redelivery_count >= max_redeliver_count`,
+    consumer/engine.rs): m0, nacked once, never comes back (no-loss) and is in the dead-letter topic.
+    Shown without the count the crate does not show: only which copies come."""
+    spec = SHARED.with_(max_redeliver_count=1)
+    rust_target.reset(spec, f"rust-kd-{time.monotonic_ns()}")
+    dead_letters = pulsar_client.subscribe(f"{rust_target.broker.topic}-conformance-DLQ", "dlq",
+                                           initial_position=pulsar.InitialPosition.Earliest)
+    program = [o.Send(), o.Subscribe(consumer="c0"), o.Receive(consumer="c0", timeout_ms=2000),
+               o.NegativeAcknowledge(consumer="c0", message=M0), o.Tick(ms=300),
+               o.Receive(consumer="c0", timeout_ms=1000)]
+    history = [(op, rust_target.invoke(op)) for op in program]
+    violation = replay(spec, history, drained=True).verdict.violation
+    assert violation is not None and violation.guarantee is Guarantee.NO_LOSS, violation
+    assert violation.detail == "drained every consumer, yet m0 never came"
+    assert dead_letters.receive(5000).data() == b"0"
 
 
 @pytest.mark.broker

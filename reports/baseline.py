@@ -12,7 +12,8 @@ is an error that lists what the run has) and records the failure's signature, th
 and the client the run drove (`client`: its name, `rust`; `name==version` with --client-version),
 since a client's finding is that client's: the gate matches the entry only against runs of that
 client. An entry without `client` (written before the key, or with --any-client) matches every
-client. An entry written before signatures (none) still matches on area, spec id and guarantee
+client. `--match none` writes the signature `{}`: any failure of the guarantee in the cell, for a
+client finding that breaks it in many ways (the Rust client's whole-batch ack). An entry written before signatures (none) still matches on area, spec id and guarantee
 alone; the gate warns and suggests re-accepting it, which replaces it.
 """
 
@@ -25,7 +26,7 @@ from pathlib import Path
 
 from model.guarantees import Guarantee
 from reports.results import InputError, Summary, read_json
-from reports.signatures import PARTS, signature
+from reports.signatures import PARTS, differences, signature
 from reports.verdicts import Accepted, Baseline
 from reports.vocabulary import FAILED
 
@@ -75,9 +76,10 @@ def _entry(item: object, where: str) -> Accepted:
         raise InputError(f"{where}: \"client\" must be a client's name, optionally with ==version "
                          "(rust, java, python==3.5.0)")
     found = item.get("signature")
-    if found is not None and not (isinstance(found, dict) and found and set(found) <= set(PARTS)
+    if found is not None and not (isinstance(found, dict) and set(found) <= set(PARTS)
                                   and all(isinstance(v, str) for v in found.values())):
-        raise InputError(f"{where}: \"signature\" must be an object with text parts among {', '.join(PARTS)}")
+        raise InputError(f"{where}: \"signature\" must be an object with text parts among {', '.join(PARTS)} "
+                         "({} for any failure of the guarantee in the cell)")
     return Accepted(**item)
 
 
@@ -117,7 +119,7 @@ def accept(summary: Summary, baseline: Baseline, *, area: str, spec_id: str, gua
     found = violation.signature or signature(violation.detail)
     chosen = {part: found[part] for part in parts if part in found}
     entry = Accepted(area=area, spec_id=spec_id, guarantee=guarantee, reason=reason, evidence=evidence,
-                     target=target, client=client, signature=chosen or None)
+                     target=target, client=client, signature=chosen if chosen or not parts else None)
     replaced = tuple(e for e in baseline.accepted if _replaced_by(e, entry))
     kept = tuple(e for e in baseline.accepted if e not in replaced)
     return replace(baseline, accepted=kept + (entry,)), entry, replaced
@@ -125,14 +127,15 @@ def accept(summary: Summary, baseline: Baseline, *, area: str, spec_id: str, gua
 
 def _replaced_by(old: Accepted, new: Accepted) -> bool:
     """An entry of the same cell and guarantee, for this target and client or any, that is unsigned or
-    has the same signature: the new entry says what this run saw, for whom."""
+    whose failures the new one accepts too (the same signature, or one the new entry's parts match:
+    `{}` matches every signature): the new entry says what this run saw, for whom."""
     if (old.area, old.spec_id, old.guarantee) != (new.area, new.spec_id, new.guarantee):
         return False
     if old.client not in (None, new.client):
         return False
     if old.signature is None:
         return old.target in (None, new.target)
-    return (old.target, old.signature) == (new.target, new.signature)
+    return old.target == new.target and not differences(new.signature or {}, old.signature)
 
 
 def _failure_in(summary: Summary, area: str, spec_id: str, guarantee: str):

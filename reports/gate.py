@@ -159,9 +159,9 @@ def accept_main(argv: list[str]) -> int:
                              "by name: a finding is the client's)")
     parser.add_argument("--client-version", action="store_true",
                         help="accept it for this run's client at this version only (client NAME==VERSION)")
-    parser.add_argument("--match", choices=("both", *PARTS), default="both",
+    parser.add_argument("--match", choices=("both", *PARTS, "none"), default="both",
                         help="which part of the signature must match: the detail's class, the program's "
-                             "shape, or both (default)")
+                             "shape, both (default), or none (any failure of the guarantee in the cell)")
     args = parser.parse_args(argv)
     if args.any_client and args.client_version:
         parser.error("--any-client and --client-version contradict each other")
@@ -173,12 +173,12 @@ def accept_main(argv: list[str]) -> int:
             reason=args.reason, evidence=args.evidence,
             target=None if args.any_target else summary.run.get("target"),
             client=None if args.any_client else run_client(summary, with_version=args.client_version),
-            parts=PARTS if args.match == "both" else (args.match,))
+            parts={"both": PARTS, "none": ()}.get(args.match, (args.match,)))
     except InputError as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_INPUT
     write_baseline(updated, args.baseline)
-    shown = ", ".join(f"{k} `{v}`" for k, v in (entry.signature or {}).items())
+    shown = ", ".join(f"{k} `{v}`" for k, v in (entry.signature or {}).items()) or "any signature"
     print(f"accepted {entry.area} [{entry.spec_id}] {entry.guarantee} for target {entry.target or 'any'}, "
           f"client {entry.client or 'any'} ({shown}) into {args.baseline}")
     for old in replaced:

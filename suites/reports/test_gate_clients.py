@@ -137,3 +137,22 @@ def test_the_shipped_rust_findings_are_accepted_for_rust_only(tmp_path):
         text = (tmp_path / "gate.md").read_text()
         assert code == verdict, client
         assert f"{len(failures) if verdict else 0} new divergence(s)" in text, client
+
+
+def test_match_none_accepts_any_failure_of_the_guarantee_in_the_cell_for_that_client(tmp_path, capsys):
+    """A client finding that breaks a guarantee in many ways (KD-18) is accepted by cell and guarantee:
+    the entry's signature is {} and replaces the cell's narrower entries; no warning, as for an
+    entry older than signatures; another client's run of the cell is still new."""
+    save(tmp_path, summary(failing(), client=RUST))
+    write_baseline(tmp_path, {**CELL, "client": "rust"})
+    assert accept(tmp_path, "--match", "none") == 0
+    (entry,) = json.loads((tmp_path / "baseline.json").read_text())["accepted"]
+    assert entry["signature"] == {} and entry["client"] == "rust"
+    other = failing("the cursor has m3 acknowledged, which no ack covers")
+    other = result("individual_ack", "Shared", "failed", guarantee="cursor", detail=other.violations[0].detail,
+                   signature=signature("markDelete=# acknowledges [#, #]", ["send", "acknowledge"]))
+    for client, verdict in ((RUST, 0), (PYTHON, 1)):
+        save(tmp_path, summary(other, client=client))
+        assert gate.main(["--results", str(tmp_path / "summary.json"), "--baseline",
+                          str(tmp_path / "baseline.json")]) == verdict
+    assert "warning" not in capsys.readouterr().err

@@ -18,9 +18,8 @@ MARKERS = {
     "browser": "lays a report page out in headless Chromium (skipped without Debian's chromium package)",
     "restarts_broker": "restarts or crashes the session's broker: runs after every other test (after a kill -9 "
                        "the standalone's bookie registration can go stale and fail later tests' ledgers)",
-    "crashes_broker": "kill -9 of the session's broker and a start on its data: left out of ./dev test (the restart "
-                      "after a crash is not yet reliable here: a port still held, a topic not loaded within 60 s), "
-                      "run by the nightly command",
+    "crashes_broker": "kill -9 of the session's broker and a start on its data (runs last, with restarts_broker; "
+                      "fixtures/broker/recovery.py clears the dead sessions the kill leaves in the metadata store)",
     "guarantee": "guarantee(value, ...): the guarantees (model/guarantees.py values) a broker or fidelity test shows; "
                  "GUARANTEES.md lists the tests under each (reports/guarantees.py reads the marker)",
 }

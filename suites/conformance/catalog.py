@@ -89,9 +89,7 @@ CHECKS = (
           specs={"Shared": SHARED, "Shared-batch-index-ack": SHARED.with_(client_batch_index_ack=True),
                  "Exclusive-batch-index-ack": EXCLUSIVE.with_(client_batch_index_ack=True)},
           guarantees=EVERY_PROGRAM | ACKS | {G.CURSOR, G.EXCLUSIVE}),
-    # A close gives back what the seeking consumer still holds: the messages a seek moved past must
-    # not come again, and the target the seeking consumer skipped comes to the next one.
-    Check(area="seek", kinds=BASE + ("acknowledge", "seek", "close"),
+    Check(area="seek", kinds=BASE + ("acknowledge", "seek"),
           specs={"Exclusive": EXCLUSIVE, "Shared": SHARED,
                  "Shared-batch-index-ack": SHARED.with_(client_batch_index_ack=True)},
           guarantees=EVERY_PROGRAM | ACKS | {G.EXCLUSIVE}),

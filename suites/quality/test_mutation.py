@@ -112,17 +112,6 @@ def _only(area: str, spec_name: str):
     return (replace(whole, specs={spec_name: whole.specs[spec_name]}),)
 
 
-def test_a_seek_past_held_messages_is_followed_by_a_close(tmp_path, programs):
-    """The seek check closes consumers: a seek acknowledges what it moves past, so a message the
-    seeking consumer held before the target must not come back once it closes. Without a close in
-    the check, a seek that forgot it (the mutant) answers as the model at every step."""
-    mutant = edited("transitions/reopen.py", "elif message.status is not ACKED or not message.ack_confirmed:",
-                    "elif not (message.status is not ACKED or not message.ack_confirmed):", number=4)
-    result = run_mutant(mutant, tmp_path, programs, checks=_only("seek", "Exclusive"))
-    assert result["outcome"] == KILLED, result
-    assert result["guarantee"] == "no-redelivery-after-ack"
-
-
 def test_an_ack_timeout_is_dropped_by_a_close(tmp_path, programs):
     """The ack_timeout check closes consumers: a held message's ack timeout, counted ahead, is
     dropped with its consumer's client, so the next consumer gets it with the count it had. A

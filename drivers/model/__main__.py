@@ -26,7 +26,7 @@ class ModelDriver:
             version = importlib.metadata.version("pulsar-ack-conformance")
         except importlib.metadata.PackageNotFoundError:
             version = "unknown"
-        return {"client": "model", "version": version, "ops": list(wire.CLIENT_OPS),
+        return {"client": "model", "version": version, "clock": "logical", "ops": list(wire.CLIENT_OPS),
                 "capabilities": [c for c in wire.CAPABILITIES if c not in self.lacks]}
 
     def reset(self, request: dict) -> dict:

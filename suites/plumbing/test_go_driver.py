@@ -16,9 +16,11 @@ from drivers import wire
 from fixtures.targets.driver_target import DriverProcess
 from fixtures.targets.loader import pulsar_target
 from model import ops as o
+from model.guarantees import Guarantee
 from model.spec import Spec, SubscriptionType
 from suites.conformance.catalog import check
 from suites.plumbing.test_drivers import test_a_driver_answers_every_request_and_errors_are_data as answers_every_request
+from suites.replay.stored import replay
 
 M0, M1, M1_0, M1_1 = o.MessageId(0), o.MessageId(1), o.MessageId(1, 0), o.MessageId(1, 1)
 
@@ -114,3 +116,25 @@ def test_a_nacked_message_comes_back_no_earlier_than_the_nack_delay(go):
         assert delivery is not None, f"only {sorted(back)} came back"
         back[delivery.message] = round((time.monotonic() - nacked[delivery.message]) * 1000)
     assert all(ms >= delay_ms for ms in back.values()), f"back after (ms): {back}"
+
+
+# -- the Go client's findings (KNOWN_DIVERGENCES.md, client bugs): each test fails when the client
+# stops breaking the guarantee, so its entry is revisited.
+
+@pytest.mark.broker
+def test_kd27_an_idle_go_consumer_takes_more_than_its_receiver_queue(go):
+    """KD-27. Shared, receiver queue 1: c0 subscribes and receives nothing, eight messages are sent,
+    c1 subscribes and is drained. An idle consumer holds what its receiver queue holds (the Python
+    and Java clients: c0 keeps one or two, c1 gets the rest); the Go consumer grants a permit back
+    to the broker when a message moves from its queue into the consumer's channel of 10
+    (consumer_partition.go dispatcher, `messageCh` made in consumer_impl.go), not when the
+    application receives it, so c0 keeps all eight and c1 gets none (receiver-queue)."""
+    spec = Spec(subscription_type=SubscriptionType.SHARED, receiver_queue_size=1, nack_delay_ms=100)
+    go.reset(spec, f"go-kd27-{time.monotonic_ns()}")
+    history = [(op, go.invoke(op)) for op in [o.Subscribe(consumer="c0"), *[o.Send()] * 8, o.Tick(ms=500),
+                                               o.Subscribe(consumer="c1")]]
+    while (op := o.Receive(consumer="c1", timeout_ms=500)) and (done := go.invoke(op)).value is not None:
+        history.append((op, done))
+    history.append((op, done))
+    violation = replay(spec, history, drained=("c1",)).verdict.violation
+    assert violation is not None and violation.guarantee is Guarantee.RECEIVER_QUEUE, violation

@@ -186,17 +186,19 @@ def test_a_cumulative_ack_on_shared_is_accepted_and_does_nothing(rust_target, pu
 
 @pytest.mark.broker
 def test_a_batch_on_key_shared_is_dispatched_by_no_key(rust_target):
-    """Two Key_Shared consumers; one message and one batch for each of four keys: the crate's
+    """Two Key_Shared consumers; one message and one batch for each of eight keys: the crate's
     batches carry no key of their own (no key-based batching), so the broker sends each batch where
-    messages without a key go, and some key reaches both consumers while the other holds it
-    (key-shared-stickiness)."""
-    keys = ("k0", "k1", "k2", "k3")
+    messages without a key go, and some key reaches both consumers (key-shared-stickiness), or a
+    batch of a key reaches a consumer before that key's single message (order), whichever the
+    dispatch shows first. With four keys all of them hashed to the consumer that takes keyless
+    messages in a CI run, and nothing showed: with eight that is 1 run in 256 or so."""
+    keys = tuple(f"k{n}" for n in range(8))
     program = [o.Subscribe(consumer="c0"), o.Subscribe(consumer="c1"),
                *[o.Send(keys=(k,)) for k in keys], *[o.Send(keys=(k, k), batched=True) for k in keys],
-               *[o.Receive(consumer=c, timeout_ms=300) for _ in range(8) for c in ("c0", "c1")]]
+               *[o.Receive(consumer=c, timeout_ms=300) for _ in range(2 * len(keys)) for c in ("c0", "c1")]]
     violation = _violation(rust_target, Spec(subscription_type=SubscriptionType.KEY_SHARED, nack_delay_ms=100),
                            program)
-    assert violation is not None and violation.guarantee is Guarantee.KEY_SHARED_STICKINESS, violation
+    assert violation is not None and violation.guarantee in (Guarantee.KEY_SHARED_STICKINESS, Guarantee.ORDER), violation
 
 
 @pytest.mark.broker

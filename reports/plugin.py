@@ -19,7 +19,8 @@ the `target` fixture's `reset` and `invoke`). At the end of the session it write
 
 The run's `pulsar` and `client` say what really ran: the broker the tests ran on (its version, and
 `embedded` when the suite started it, else the `--service-url` it was given; none for an in-process
-target), and the client whose driver answered its hello (none when no client ran).
+target), and the client whose driver answered its hello, with the ops and capabilities it declared
+(none when no client ran).
 
 JUnit XML and allure results are pytest's (`--junitxml`) and allure's (`--alluredir`). When the run
 covers suites/conformance (or `--reports-dir` is given) and the user named neither, they default to
@@ -229,7 +230,8 @@ class ConformanceReports:
             client = getattr(getattr(getattr(item, "funcargs", {}).get("target"), "target", None), "client", None)
             if isinstance(client, dict) and client.get("client"):
                 record["client"] = {"name": client["client"], "version": client.get("version"),
-                                    "protocol": client.get("protocol")}
+                                    "protocol": client.get("protocol"), "ops": client.get("ops"),
+                                    "capabilities": client.get("capabilities")}
             if self.broker is not None:
                 record["broker"] = self.broker
             counts = item.stash.get(COUNTS, None)

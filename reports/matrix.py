@@ -53,7 +53,7 @@ from pathlib import Path
 from model.guarantees import Guarantee
 from reports.baseline import load_baseline
 from reports.gate import judge
-from reports.html import STYLE, css, scrolling
+from reports.html import MARK as HTML_MARKS, STYLE, css, scrolling
 from reports.markdown import run_line, totals_line
 from reports.matrix_run import Stopped, run_clients
 from reports.results import GuaranteeCell, InputError, Summary, guarantee_view, guarantees_of, load_summary
@@ -63,6 +63,7 @@ from reports.vocabulary import FAILED, NOT_APPLICABLE, PASSED, UNKNOWN
 NOT_CHECKED, NOT_RUN = "not checked", "not run"
 FOLD = (FAILED, UNKNOWN, PASSED, NOT_APPLICABLE)  # the first outcome a spec cell has is the guarantee's
 MARK = {PASSED: "✅", FAILED: "❌", UNKNOWN: "❔", NOT_APPLICABLE: "➖", NOT_CHECKED: "⬜", NOT_RUN: "⏹"}
+HTML_MARK = {**HTML_MARKS, NOT_CHECKED: "·", NOT_RUN: "∅"}  # a page needs no emoji font
 BEGIN, END = "<!-- matrix:begin -->", "<!-- matrix:end -->"
 KD = re.compile(r"\bKD-\d+\b")
 ROOT = Path(__file__).resolve().parents[1]
@@ -140,7 +141,7 @@ def kd_of(entry: Accepted) -> str:
     return ", ".join(dict.fromkeys(found)) if found else "accepted (no KD number in its reason)"
 
 
-def cell_text(col: Column, guarantee: str, v: Verdict) -> str:
+def cell_text(col: Column, guarantee: str, v: Verdict, mark: dict[str, str] = MARK) -> str:
     """`❌ failed on 2 of 14 specs (KD-27)`, `✅ passed on 13 specs, 1 not applicable`."""
     n = len(v.cells)
     specs = "spec" if n == 1 else "specs"
@@ -149,15 +150,15 @@ def cell_text(col: Column, guarantee: str, v: Verdict) -> str:
         known = ", ".join(dict.fromkeys(kd_of(e) for e in kds if e))
         new = sum(e is None for e in kds)
         note = "; ".join(x for x in (known, f"{new} new" if new and known else "") if x)
-        return f"{MARK[FAILED]} failed on {v.count(FAILED)} of {n} {specs}" + (f" ({note})" if note else "")
+        return f"{mark[FAILED]} failed on {v.count(FAILED)} of {n} {specs}" + (f" ({note})" if note else "")
     if v.outcome == UNKNOWN:
         na = v.count(NOT_APPLICABLE)
-        return (f"{MARK[UNKNOWN]} unknown: passed on {v.count(PASSED)} of {n} {specs}, {v.count(UNKNOWN)} undecided"
+        return (f"{mark[UNKNOWN]} unknown: passed on {v.count(PASSED)} of {n} {specs}, {v.count(UNKNOWN)} undecided"
                 + (f", {na} not applicable" if na else ""))
     if v.outcome == PASSED:
         na, ran = v.count(NOT_APPLICABLE), v.count(PASSED)
-        return f"{MARK[PASSED]} passed on {ran} spec{'s' * (ran != 1)}" + (f", {na} not applicable" if na else "")
-    return f"{MARK[v.outcome]} {v.outcome}"
+        return f"{mark[PASSED]} passed on {ran} spec{'s' * (ran != 1)}" + (f", {na} not applicable" if na else "")
+    return f"{mark[v.outcome]} {v.outcome}"
 
 
 def rel(path: Path, base: Path) -> str:
@@ -301,7 +302,8 @@ def render_html(columns: list[Column], base: Path, *, made: str = "") -> str:
                     f"{escape(guarantee)}</th>{tds}</tr>")
     runs = "".join(f"<li><b>{escape(c.label)}</b>: " + (
         f"not run: {escape(c.not_run or '')}" if c.summary is None else
-        f"{escape(run_line(c.summary).replace('`', ''))} · {escape(totals_line(c.summary))}"
+        f"{escape(run_line(c.summary).replace('`', ''))} · "
+        + escape(" · ".join(f"{n} {o}" for o, n in c.summary.totals().items() if n))
         + _link(c.folder / "report.html", base, "report")) + "</li>" for c in columns)
     parts = ["<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>Client feature matrix</title>",
              f"<style>{STYLE} td.not-checked, td.not-run {{ background: #fafafa; color: #888; }}</style></head><body>",
@@ -332,7 +334,7 @@ def render_html(columns: list[Column], base: Path, *, made: str = "") -> str:
 def _td(col: Column, guarantee: str, v: Verdict) -> str:
     tip = "; ".join(f"{c.spec_id}: {c.outcome}" + (f" ({', '.join(area for area, _ in c.failures)})"
                                                     if c.failures else "") for c in v.cells)
-    text = escape(cell_text(col, guarantee, v))
+    text = escape(cell_text(col, guarantee, v, HTML_MARK))
     if v.outcome == FAILED:
         text = f"<a href=\"#f-{escape(guarantee)}-{escape(col.label)}\">{text}</a>"
     return f"<td class=\"{css(v.outcome)}\" title=\"{escape(tip or v.outcome)}\">{text}</td>"

@@ -45,6 +45,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from html import escape
@@ -384,13 +385,17 @@ def made_line(columns: list[Column], *, commit: str | None = None, command: str 
             + (f", by `{command}`" if command else "") + ".")
 
 
+RUN_FROM = ("conftest.py", "model", "fixtures", "drivers", "suites/conformance", "reports")  # what a run executes
+
+
 def git_commit() -> str | None:
+    """The checkout's commit, and whether the code a run executes has uncommitted changes."""
     done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
     if done.returncode != 0:
         return None
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True,
-                           text=True).stdout.strip()
-    return done.stdout.strip() + (" (with uncommitted changes)" if dirty else "")
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", *RUN_FROM], cwd=ROOT,
+                           capture_output=True, text=True).stdout.strip()
+    return done.stdout.strip() + (" (with uncommitted changes to the code it runs)" if dirty else "")
 
 
 def render_main(argv: list[str]) -> int:
@@ -434,7 +439,7 @@ def run_main(argv: list[str]) -> int:
     except InputError as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_INPUT
-    commit, version = git_commit(), args.pulsar_version or default_version()
+    commit, version, start = git_commit(), args.pulsar_version or default_version(), time.monotonic()
     say = lambda line: print(f"matrix: {line}", file=sys.stderr, flush=True)  # noqa: E731
     try:
         runs = run_clients(clients, out=args.out, version=version, profile=args.hypothesis_profile, extra=extra,
@@ -466,7 +471,7 @@ def run_main(argv: list[str]) -> int:
     except InputError as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_INPUT
-    print("matrix: " + ", ".join(str(p) for p in written))
+    print("matrix: " + ", ".join(str(p) for p in written) + f" ({_minutes(time.monotonic() - start)} in all)")
     return EXIT_INPUT if failed else EXIT_OK
 
 

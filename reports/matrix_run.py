@@ -94,10 +94,12 @@ def run_clients(clients: list[str], *, out: Path, version: str, profile: str | N
                                  broker_port=free_port(), web_port=free_port()))
     try:
         say(f"broker: starting Pulsar {version} on {broker.config.service_url}")
+        start = time.monotonic()
         try:
             broker.start(fresh=True, say=say)
         except BrokerError as error:
             return [r if r.not_run else _not_run(r, f"the broker did not start: {error}") for r in runs]
+        say(f"broker: ready in {time.monotonic() - start:.0f} s")
         return [r if r.not_run else run_one(r, broker.config.service_url, broker.config.admin_url, profile, extra,
                                             say) for r in runs]
     finally:

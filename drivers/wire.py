@@ -82,8 +82,12 @@ def lacking(hello: dict, kinds: Iterable[str], spec: Spec) -> list[str]:
 
 
 # -- requests ------------------------------------------------------------------------------------
-def hello(service_url: str) -> dict:
-    return {"type": "hello", "protocol": PROTOCOL, "service_url": service_url}
+def hello(service_url: str, auth: dict | None = None) -> dict:
+    """`auth` is `Credentials.to_wire()` (fixtures/credentials.py): left out when there is none."""
+    request = {"type": "hello", "protocol": PROTOCOL, "service_url": service_url}
+    if auth:
+        request["auth"] = auth
+    return request
 
 
 def reset(spec: Spec, topic: str, subscription: str) -> dict:

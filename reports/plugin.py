@@ -46,6 +46,7 @@ from pathlib import Path
 
 import pytest
 
+from fixtures.credentials import redact_args, redact_url
 from model.history import OP_KINDS, spec_json
 from model.spec import Spec
 from reports import failures as stored
@@ -191,7 +192,7 @@ class ConformanceReports:
         if fixturedef.argname == BROKER_FIXTURE and hasattr(value, "service_url"):
             self.broker = {"version": getattr(value, "version", None),
                            "embedded": getattr(value, "controller", None) is not None,
-                           "service_url": value.service_url}
+                           "service_url": redact_url(value.service_url)}
         return value
 
     @pytest.hookimpl(wrapper=True)
@@ -363,7 +364,7 @@ class ConformanceReports:
                        "modelled": modelled["client"]},
             "hypothesis_profile": settings.get_current_profile_name(), "python": platform.python_version(),
             "run_id": getattr(sys.modules.get("fixtures.pulsar"), "RUN_ID", None),
-            "started": self.started, "finished": _now(), "args": [str(a) for a in config.invocation_params.args],
+            "started": self.started, "finished": _now(), "args": redact_args(config.invocation_params.args),
         }
 
 
@@ -444,7 +445,7 @@ def _pulsar(config: pytest.Config, target: str | None, broker: dict | None, mode
         return {**info, "version": broker.get("version"), "embedded": broker["embedded"], **given, "source": where}
     if target == "model":
         return {**info, "version": None, "embedded": None, "source": "none: the reference model target"}
-    service_url = config.getoption("service_url", None)
+    service_url = redact_url(config.getoption("service_url", None) or "")
     return {**info, "version": None, "embedded": None,
             "source": f"none answered at {service_url} (--service-url)" if service_url
             else "none: no broker ran"}

@@ -100,20 +100,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--service-url", help="the broker's service URL, for a failure seen on --target pulsar")
     parser.add_argument("--admin-url", help="the broker's admin URL, for a failure seen on --target pulsar")
     parser.add_argument("--client", default="python", help="the client for --target pulsar (default: python)")
+    from fixtures.credentials import OPTIONS
+
+    for flag, settings in OPTIONS:  # for --service-url and --admin-url
+        parser.add_argument(flag, **settings)
     args = parser.parse_args(argv)
     if args.times < 1:
         parser.error("--times must be at least 1")
+    from fixtures.credentials import CredentialsError, from_options
     from fixtures.targets.loader import TargetLoadError, load_target
 
     def load(name: str):
         if name == "pulsar" and not (args.service_url and args.admin_url):
             raise InputError("a failure seen on --target pulsar replays on a broker: give --service-url and "
                              "--admin-url of the broker the run used")
-        return load_target(name, seed=0, service_url=args.service_url, admin_url=args.admin_url, client=args.client)
+        return load_target(name, seed=0, service_url=args.service_url, admin_url=args.admin_url, client=args.client,
+                           credentials=from_options(lambda option: getattr(args, option)))
 
     try:
         summary = replay_run(args.folder, args.times, load)
-    except (InputError, TargetLoadError) as error:
+    except (InputError, TargetLoadError, CredentialsError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     for result in summary.results:

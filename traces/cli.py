@@ -56,6 +56,10 @@ def parser() -> argparse.ArgumentParser:
     rec.add_argument("--target", default="model", help="model, pulsar or package.module:factory (default model)")
     rec.add_argument("--service-url", default=None, help="pulsar://host:6650 (with --target pulsar)")
     rec.add_argument("--admin-url", default=None, help="http://host:8080 (with --target pulsar)")
+    from fixtures.credentials import OPTIONS
+
+    for flag, settings in OPTIONS:  # for --service-url and --admin-url
+        rec.add_argument(flag, **settings)
     rec.add_argument("--chunk-programs", type=int, default=500, help="programs per chunk file (default 500)")
     rec.add_argument("--overwrite", action="store_true", help="record again from scratch")
     _common(rec)
@@ -125,7 +129,10 @@ def main(argv: list[str] | None = None) -> int:
             generate.run(_session(args), args.out, specs=specs, programs=args.programs, steps=args.steps,
                          seed=args.seed, chunk=args.chunk_programs, overwrite=args.overwrite)
         elif args.command == "record":
-            target = TargetSpec(name=args.target, service_url=args.service_url, admin_url=args.admin_url)
+            from fixtures.credentials import from_options
+
+            target = TargetSpec(name=args.target, service_url=args.service_url, admin_url=args.admin_url,
+                                credentials=from_options(lambda name: getattr(args, name)))
             target.check()
             from traces.jobs import record
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from fixtures.credentials import NONE, Credentials, redact_url
 from fixtures.targets.protocol import Target
 
 
@@ -24,6 +25,7 @@ class TargetSpec:
     name: str
     service_url: str | None = None
     admin_url: str | None = None
+    credentials: Credentials = NONE  # never written: describe() shows the URL without its userinfo
 
     def check(self) -> None:
         from fixtures.targets.loader import needs_broker
@@ -35,13 +37,14 @@ class TargetSpec:
 
     def describe(self) -> str:
         if self.name == "pulsar":
-            return f"pulsar {self.service_url}"
-        return f"{self.name} at {self.service_url}" if self.service_url else self.name
+            return f"pulsar {redact_url(self.service_url or '')}"
+        return f"{self.name} at {redact_url(self.service_url)}" if self.service_url else self.name
 
     def build(self) -> Target:
         from fixtures.targets.loader import TargetLoadError, load_target
 
         try:
-            return load_target(self.name, service_url=self.service_url, admin_url=self.admin_url, seed=0)
+            return load_target(self.name, service_url=self.service_url, admin_url=self.admin_url, seed=0,
+                               credentials=self.credentials if self.service_url else None)
         except TargetLoadError as error:
             raise TargetError(str(error)) from None

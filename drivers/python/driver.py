@@ -18,6 +18,8 @@ import time
 import pulsar
 
 from drivers import wire
+from drivers.python.client import new_client
+from fixtures.credentials import NONE, Credentials
 from model import ops as o
 from model.spec import InitialPosition, Spec, SubscriptionType
 
@@ -71,6 +73,7 @@ class PythonDriver:
 
     def __init__(self) -> None:
         self.service_url = ""
+        self.credentials = NONE
         self._client: pulsar.Client | None = None
         self.spec = Spec()
         self.topic = self.subscription = ""
@@ -82,6 +85,7 @@ class PythonDriver:
     # -- lifecycle --------------------------------------------------------------------------------
     def hello(self, request: dict) -> dict:
         self.service_url = str(request["service_url"])
+        self.credentials = Credentials.from_wire(request.get("auth"))
         self._client = self._new_client()
         return {"client": "python", "version": importlib.metadata.version("pulsar-client"),
                 "ops": list(wire.CLIENT_OPS), "capabilities": list(CAPABILITIES)}
@@ -99,7 +103,7 @@ class PythonDriver:
             self._client = None
 
     def _new_client(self) -> pulsar.Client:
-        return pulsar.Client(self.service_url, operation_timeout_seconds=30, logger=logging.getLogger("pulsar.client"))
+        return new_client(self.service_url, self.credentials)
 
     def _close_program(self) -> None:
         for consumer in self._consumers.values():

@@ -192,7 +192,7 @@ def test_replay_starts_a_broker_only_when_none_was_given_and_stops_it(live_admin
 
     monkeypatch.setattr(broker_package, "Broker", Broker)
     monkeypatch.setattr(loader, "pulsar_target", lambda *args, **kwargs: ModelTarget())
-    monkeypatch.setattr("fixtures.targets.pulsar_target.probe_broker", lambda *args: "4.0.7")
+    monkeypatch.setattr("fixtures.targets.pulsar_target.probe_broker", lambda *args, **kwargs: "4.0.7")
     ops = [o.Send(), o.Subscribe(consumer="c0"), o.Receive(consumer="c0")]
     replay_module.replay("pulsar", Spec(), ops, service_url="pulsar://given:6650", admin_url="http://given:8080")
     assert started == []  # a given broker: nothing started

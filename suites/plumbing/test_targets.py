@@ -137,7 +137,7 @@ def test_a_dead_letter_programs_client_is_closed_before_its_topic_is_deleted(mon
             log.append(f"close {self.name}")
 
     class Admin:
-        def __init__(self, admin_url):
+        def __init__(self, admin_url, credentials=None):
             pass
 
         def runtime_configuration(self):

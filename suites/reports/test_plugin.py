@@ -163,6 +163,13 @@ def target(pulsar_broker):
 '''
 
 
+FAKE_TOKEN = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJmYWtlIn0.not-a-real-signature"
+SECRET_SERVICE_URL = "pulsar+ssl://svc:hunter2@broker.example:6651"
+SECRET_OPTIONS = '''    parser.addoption("--target", default="pulsar")
+    parser.addoption("--auth-token", default=None)
+    parser.addoption("--service-url", default=None)'''
+
+
 def make_project(folder: Path, conftest: str = CONFTEST) -> Path:
     files = {"conftest.py": conftest, "suites/conformance/test_individual_ack.py": INDIVIDUAL_ACK,
              "suites/conformance/test_batches.py": BATCHES,
@@ -233,6 +240,25 @@ def test_a_given_broker_s_version_and_the_client_that_answered_are_the_run_s(tmp
     assert (client["name"], client["version"]) == ("python", "3.13.0")
     assert "Pulsar 4.2.4 (existing broker at pulsar://broker.example:6650 (--service-url))" in \
         (project / "reports" / "out" / "summary.md").read_text()
+
+
+def test_no_report_holds_the_token_or_the_userinfo_of_the_urls_the_run_was_given(tmp_path):
+    conftest = GIVEN_BROKER_CONFTEST.replace("pulsar://broker.example:6650", SECRET_SERVICE_URL).replace(
+        '    parser.addoption("--target", default="pulsar")', SECRET_OPTIONS)
+    project = make_project(tmp_path, conftest)
+    done = pytest_run(project, "suites/conformance/test_individual_ack.py", "--auth-token", FAKE_TOKEN,
+                      f"--service-url={SECRET_SERVICE_URL}", "--junitxml", "reports/out/junit.xml",
+                      "--alluredir", "reports/out/allure")
+    assert done.returncode == 1, done.stdout + done.stderr  # LosesAMessage fails Exclusive: a failing history too
+    written = [path for path in (project / "reports").rglob("*") if path.is_file()]
+    assert {p.name for p in written} >= {"summary.json", "summary.md", "report.html", "junit.xml"}
+    assert any(p.suffix == ".jsonl" for p in written) and any(p.parent.name == "allure" for p in written)
+    holding = [str(p) for p in written if FAKE_TOKEN in p.read_text(errors="replace")
+               or "hunter2" in p.read_text(errors="replace")]
+    assert holding == []
+    run = json.loads((project / "reports" / "out" / "summary.json").read_text())["run"]
+    assert run["pulsar"]["service_url"] == "pulsar+ssl://***@broker.example:6651"
+    assert "--auth-token" in run["args"] and "***" in run["args"]
 
 
 def test_the_guarantees_a_test_can_break_come_from_its_guarantee_marks(finished):

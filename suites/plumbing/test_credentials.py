@@ -150,3 +150,22 @@ def test_a_reproduction_names_where_the_token_is_never_the_token(tmp_path, monke
     assert f"in the environment variable {TOKEN_ENV}" in source and "userinfo is not written here" in source
     monkeypatch.setenv(TOKEN_ENV, TOKEN)  # what the reproduction's reader does
     assert from_options(args["credentials"].get) == by_value
+
+
+def test_a_service_url_with_userinfo_is_refused_before_a_client_prints_it():
+    from fixtures.targets.loader import TargetLoadError, load_target
+
+    with pytest.raises(TargetLoadError) as refused:
+        load_target("pulsar", service_url="pulsar+ssl://svc:hunter2@127.0.0.1:6651", admin_url="https://127.0.0.1:1")
+    assert "pulsar+ssl://***@127.0.0.1:6651 holds userinfo" in str(refused.value) and "hunter2" not in str(refused.value)
+
+
+def test_the_admin_url_s_userinfo_is_basic_authentication_kept_out_of_messages(admin_api):
+    host = admin_api.removeprefix("http://")
+    admin = AdminClient(f"http://svc:hunter2@{host}")
+    with pytest.raises(AdminError) as refused:
+        admin.broker_version()
+    assert _Recorder.seen == ["Basic c3ZjOmh1bnRlcjI="] and "hunter2" not in str(refused.value)
+    assert admin.admin_url == admin_api
+    with pytest.raises(CredentialsError, match="holds userinfo and a token was given"):
+        AdminClient(f"http://svc:hunter2@{host}", credentials=Credentials(token=TOKEN))

@@ -96,6 +96,11 @@ class _Recorder(http.server.BaseHTTPRequestHandler):
         authorization = self.headers.get("Authorization")
         self.seen.append(authorization)
         status, body = (200, b'"4.0.7"') if authorization == f"Bearer {TOKEN}" else (401, b"")
+        if self.path.endswith("/stats"):  # what Pulsar 4.0.7 answers a role not granted the topic
+            status, body = 401, b'{"reason":"Unauthorized to validateTopicOperation for operation [GET_STATS]"}'
+        if self.path.endswith("/tls"):  # a TLS port's answer to plain HTTP: a record, no status line
+            self.wfile.write(b"\x15\x03\x03\x00\x02\x02\x50")
+            return
         self.send_response(status)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
@@ -169,3 +174,14 @@ def test_the_admin_url_s_userinfo_is_basic_authentication_kept_out_of_messages(a
     assert admin.admin_url == admin_api
     with pytest.raises(CredentialsError, match="holds userinfo and a token was given"):
         AdminClient(f"http://svc:hunter2@{host}", credentials=Credentials(token=TOKEN))
+
+
+def test_a_role_refused_a_topic_is_not_authorized_although_pulsar_answers_401(admin_api):
+    with pytest.raises(AdminError) as refused:
+        AdminClient(admin_api, credentials=Credentials(token=TOKEN))._request("GET", "/admin/v2/x/stats")
+    assert "not authorized: the token's role may not do this" in str(refused.value)
+
+
+def test_plain_http_to_a_tls_port_is_an_admin_error_not_a_traceback(admin_api):
+    with pytest.raises(AdminError, match="cannot reach the admin API"):
+        AdminClient(admin_api)._request("GET", "/admin/v2/tls")

@@ -22,10 +22,14 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import logging
 import os
 import stat
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pulsar
 import pytest
@@ -43,6 +47,7 @@ pytestmark = pytest.mark.broker
 
 REFUSAL_TIMEOUT_S = 3  # the clients refused below give up after this (operation_timeout_seconds)
 SUBSCRIPTION = "secured"
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _cli(*args: str) -> str:
@@ -228,3 +233,62 @@ def test_no_file_but_the_secrets_holds_a_token(secured):
                and any(token in path.read_bytes() for token in tokens)]
     assert holding == []
     assert broker.saved_settings()["secured"] is True
+
+
+# -- the conformance suite on the secured broker ----------------------------------------------------
+def _suite(secured, tmp_path, *args: str) -> tuple[subprocess.CompletedProcess, list[Path]]:
+    """The conformance suite run as a user runs it on a secured cluster, in a process of its own,
+    with every file it writes under tmp_path; returns the run and those files."""
+    command = [sys.executable, "-m", "pytest", "--target", "pulsar", "-p", "no:cacheprovider", "-p", "no:randomly",
+               "--hypothesis-profile", "ci", "--reports-dir", str(tmp_path / "out"),
+               "--histories", str(tmp_path / "histories"), "--keep-histories", "all",
+               "--junitxml", str(tmp_path / "junit.xml"), "--alluredir", str(tmp_path / "allure"), *args]
+    env = {k: v for k, v in os.environ.items() if k != "GITHUB_STEP_SUMMARY"}
+    done = subprocess.run(command, cwd=ROOT, env=env, text=True, capture_output=True, timeout=600)
+    return done, [path for path in tmp_path.rglob("*") if path.is_file()]
+
+
+def test_the_suite_runs_on_the_secured_broker_and_no_file_it_writes_holds_the_token(secured, tmp_path):
+    """The token given on the command line, the hardest case: it must not reach summary.json's
+    command line, the reports, JUnit, allure, the histories or the terminal."""
+    broker, _ = secured
+    service_url, admin_url = _addresses(broker)
+    token = _token(broker)
+    done, written = _suite(secured, tmp_path, str(ROOT / "suites" / "conformance" / "test_individual_ack.py"),
+                           "--service-url", service_url, "--admin-url", admin_url, "--auth-token", token,
+                           "--tls-trust-certs", str(broker.secrets.ca_cert))
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["totals"]["passed"] >= 4 and summary["totals"]["unknown"] == 0, summary["totals"]
+    assert summary["run"]["pulsar"]["service_url"] == service_url and "--auth-token" in summary["run"]["args"]
+    assert any(p.suffix == ".jsonl" for p in written) and any(p.parent.name == "allure" for p in written)
+    holding = [str(p.relative_to(tmp_path)) for p in written if token.encode() in p.read_bytes()]
+    assert holding == [] and token not in done.stdout + done.stderr
+
+
+def test_a_wrong_token_ends_the_run_in_seconds_saying_so(secured, tmp_path):
+    broker, _ = secured
+    service_url, admin_url = _addresses(broker)
+    forged = jwt_hs256({"sub": ADMIN_ROLE}, new_secret_key())
+    began = time.monotonic()
+    done, written = _suite(secured, tmp_path, str(ROOT / "suites" / "conformance" / "test_individual_ack.py"),
+                           "--service-url", service_url, "--admin-url", admin_url, "--auth-token", forged,
+                           "--tls-trust-certs", str(broker.secrets.ca_cert))
+    assert done.returncode != 0 and time.monotonic() - began < 60
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["totals"]["passed"] == summary["totals"]["failed"] == 0  # unknown: never a verdict
+    assert "authentication failed: the token given was refused" in done.stdout
+    assert not [p for p in written if forged.encode() in p.read_bytes()] and forged not in done.stdout + done.stderr
+
+
+def test_a_service_url_with_userinfo_is_refused_and_its_password_shown_nowhere(secured, tmp_path):
+    broker, _ = secured
+    service_url, admin_url = _addresses(broker)
+    with_userinfo = service_url.replace("://", "://svc:hunter2@")
+    done, written = _suite(secured, tmp_path, str(ROOT / "suites" / "conformance" / "test_individual_ack.py"),
+                           "--service-url", with_userinfo, "--admin-url", admin_url,
+                           "--auth-token-file", str(broker.secrets.admin_token),
+                           "--tls-trust-certs", str(broker.secrets.ca_cert))
+    assert done.returncode != 0
+    assert "holds userinfo, which Pulsar clients do not take" in done.stdout + done.stderr
+    assert "hunter2" not in done.stdout + done.stderr and not [p for p in written if b"hunter2" in p.read_bytes()]

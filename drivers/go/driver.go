@@ -40,7 +40,7 @@ var (
 	ops = []string{"send", "subscribe", "receive", "acknowledge", "acknowledge_cumulative",
 		"negative_acknowledge", "close", "seek", "tick"}
 	capabilities = []string{"nack_backoff", "ack_grouping_time", "batch_index_ack", "receiver_queue_0",
-		"dead_letter_policy", "seek_by_id", "redelivery_count"}
+		"dead_letter_policy", "seek_by_id", "redelivery_count", "tls_client_cert"}
 	exactNackTime = int64(0)
 	consumerTypes = map[string]pulsar.SubscriptionType{
 		"Exclusive": pulsar.Exclusive, "Failover": pulsar.Failover, "Shared": pulsar.Shared,
@@ -68,6 +68,7 @@ type receiveResult struct {
 
 type goDriver struct {
 	logger        *slog.Logger
+	watch         *connectionWatch
 	serviceURL    string
 	client        pulsar.Client
 	spec          map[string]any
@@ -81,19 +82,32 @@ type goDriver struct {
 }
 
 func newDriver(logger *slog.Logger) *goDriver {
-	return &goDriver{logger: logger, spec: map[string]any{}, consumers: map[string]pulsar.Consumer{},
-		pending: map[string]*pendingReceive{}, received: map[string]pulsar.Message{}}
+	watch := newConnectionWatch(logger.Handler())
+	return &goDriver{logger: slog.New(watch), watch: watch, spec: map[string]any{},
+		consumers: map[string]pulsar.Consumer{}, pending: map[string]*pendingReceive{},
+		received: map[string]pulsar.Message{}}
 }
 
 // -- lifecycle --------------------------------------------------------------------------------------
 func (d *goDriver) hello(request map[string]any) map[string]any {
 	d.serviceURL, _ = request["service_url"].(string)
-	client, err := pulsar.NewClient(pulsar.ClientOptions{URL: d.serviceURL, OperationTimeout: operationTimeout,
-		Logger: pulsarlog.NewLoggerWithSlog(d.logger)})
+	options := pulsar.ClientOptions{URL: d.serviceURL, OperationTimeout: operationTimeout,
+		Logger: pulsarlog.NewLoggerWithSlog(d.logger)}
+	auth := authOf(request["auth"])
+	if auth != nil {
+		hide(auth.token)
+		auth.apply(&options)
+	}
+	client, err := pulsar.NewClient(options)
 	if err != nil {
 		return errorReply(className(err), err.Error())
 	}
 	d.client = client
+	if auth != nil {
+		if refused := d.watch.refused(client); refused != nil {
+			return refused
+		}
+	}
 	return map[string]any{"client": "go", "version": clientVersion(), "ops": ops, "capabilities": capabilities}
 }
 
@@ -182,7 +196,12 @@ func (d *goDriver) perform(request map[string]any) map[string]any {
 	case kind == "acknowledge_cumulative" && errors.Is(err, pulsar.ErrInvalidAck):
 		return failed("fail", "CumulativeAcknowledgementNotAllowedError", err.Error())
 	default:
-		return failed("info", className(err), err.Error())
+		select {
+		case refused := <-d.watch.refusals: // why the client's connection failed (auth.go)
+			return refused
+		default:
+			return failed("info", className(err), err.Error())
+		}
 	}
 }
 

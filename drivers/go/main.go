@@ -1,7 +1,8 @@
 // The request loop of the Go driver (drivers/PROTOCOL.md, protocol 1): one JSON request per line
 // on stdin, one reply per line on stdout, in order. Nothing else reaches stdout: file descriptor 1
 // is pointed at stderr before the client starts, and the client's logs go to stderr. Whatever the
-// driver's own code panics with becomes an `error` reply, never a dead driver.
+// driver's own code panics with becomes an `error` reply, never a dead driver. Neither a reply nor
+// a log line shows the hello's token (auth.go).
 package main
 
 import (
@@ -23,7 +24,7 @@ func main() {
 	if os.Getenv("DRIVER_LOG") == "debug" {
 		level = slog.LevelDebug
 	}
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	logger := slog.New(slog.NewTextHandler(&redactingWriter{out: os.Stderr}, &slog.HandlerOptions{Level: level}))
 	driver := newDriver(logger)
 	in := bufio.NewReaderSize(os.Stdin, 1<<16)
 	for {
@@ -34,7 +35,7 @@ func main() {
 				reply = handle(driver, request)
 			}
 			encoded, _ := json.Marshal(reply)
-			out.Write(append(encoded, '\n'))
+			out.Write(append(redact(encoded), '\n'))
 			out.Flush()
 			if request != nil && request["type"] == "close" {
 				os.Exit(0) // the client's goroutines must not keep the process alive
@@ -98,7 +99,9 @@ func handle(driver *goDriver, request map[string]any) (reply map[string]any) {
 				protocol, request["protocol"]))
 		} else {
 			reply = driver.hello(request)
-			reply["protocol"] = protocol
+			if reply["outcome"] == nil { // a hello refused (credentials) is an error reply as it is
+				reply["protocol"] = protocol
+			}
 		}
 	case "close":
 		driver.close()

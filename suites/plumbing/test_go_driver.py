@@ -3,7 +3,9 @@
 public redeliverUnacknowledgedMessages), and on the session broker runs a program op for op as the
 Python driver answers it (payloads, positions, keys, the refusals by the Python client's names, a
 zero-queue receive that waits across timeouts); a nacked message comes back no earlier than the
-spec's nack delay, which the Go client keeps only with its nack precision set to exact."""
+spec's nack delay, which the Go client keeps only with its nack precision set to exact. On a secured
+broker of the module's own it gets in with the hello's credentials and no others
+(suites/plumbing/secured_driver.py)."""
 
 from __future__ import annotations
 
@@ -13,12 +15,14 @@ import time
 import pytest
 
 from drivers import wire
+from fixtures import options
 from fixtures.targets.driver_target import DriverProcess
 from fixtures.targets.loader import pulsar_target
 from model import ops as o
 from model.guarantees import Guarantee
 from model.spec import Spec, SubscriptionType
 from suites.conformance.catalog import check
+from suites.plumbing import secured_driver
 from suites.plumbing.test_drivers import test_a_driver_answers_every_request_and_errors_are_data as answers_every_request
 from suites.replay.stored import replay
 
@@ -138,3 +142,21 @@ def test_kd27_an_idle_go_consumer_takes_more_than_its_receiver_queue(go):
     history.append((op, done))
     violation = replay(spec, history, drained=("c1",)).verdict.violation
     assert violation is not None and violation.guarantee is Guarantee.RECEIVER_QUEUE, violation
+
+
+@pytest.fixture(scope="module")
+def secured_broker(go_driver, request):
+    with secured_driver.secured_broker("go", options.pulsar_version(request.config)) as broker:
+        yield broker
+
+
+@pytest.mark.broker
+def test_the_go_driver_gets_into_a_secured_broker_with_its_credentials_and_no_other(go_driver, secured_broker):
+    """Token and TLS from the hello's auth, a client certificate too; no token, a forged one or an
+    untrusted CA refused at the hello within seconds (the client itself retries the connection
+    until its operation timeout and then says only "connection error")."""
+    hello = secured_driver.produces_receives_and_acknowledges(go_driver, secured_broker, secured_broker.credentials())
+    assert "tls_client_cert" in hello["capabilities"]
+    secured_driver.produces_receives_and_acknowledges(go_driver, secured_broker,
+                                                      secured_driver.with_client_certificate(secured_broker))
+    secured_driver.refuses_what_the_broker_refuses(go_driver, secured_broker)

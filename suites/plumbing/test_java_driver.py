@@ -2,7 +2,8 @@
 the handshake, a short program op for op as the Python driver answers it (payloads, positions,
 keys, the refusals by the Python client's names), and the ack receipts it declares: an ack with
 a receipt returns once the broker has it (`isAckReceiptEnabled`), one without may return before.
-KD-17 (a zero-queue Exclusive consumer that misses a rewind) is shown here too."""
+KD-17 (a zero-queue Exclusive consumer that misses a rewind) is shown here too. On a secured broker
+of the module's own it gets in with the hello's credentials and no others (suites/plumbing/secured_driver.py)."""
 
 from __future__ import annotations
 
@@ -11,11 +12,13 @@ import time
 import pytest
 
 from drivers import wire
+from fixtures import options
 from fixtures.admin import AdminClient
 from fixtures.targets.driver_target import DriverProcess, driver_command
 from fixtures.targets.loader import pulsar_target
 from model import ops as o
 from model.spec import Spec, SubscriptionType
+from suites.plumbing import secured_driver
 from suites.replay.stored import replay
 
 pytestmark = pytest.mark.broker
@@ -122,3 +125,21 @@ def test_kd17_a_zero_queue_exclusive_java_consumer_can_miss_the_rewind_of_a_seco
         assert violation is None or violation.detail == "drained every consumer, yet m0 never came", violation
         lost += violation is not None
     assert lost > 0, "the Java client brought m0 back in 8 of 8 runs: KD-17 may be fixed"
+
+
+@pytest.fixture(scope="module")
+def secured_broker(request):
+    with secured_driver.secured_broker("java", options.pulsar_version(request.config)) as broker:
+        yield broker
+
+
+def test_the_java_driver_gets_into_a_secured_broker_with_its_credentials_and_no_other(secured_broker):
+    """Token and TLS from the hello's auth, a client certificate too; no token, a forged one or an
+    untrusted CA refused at the hello within seconds (the client itself retries a refused token
+    until its operation timeout, and calls an untrusted certificate "Connection already closed")."""
+    command = driver_command("java", version=secured_broker.config.version)
+    hello = secured_driver.produces_receives_and_acknowledges(command, secured_broker, secured_broker.credentials())
+    assert "tls_client_cert" in hello["capabilities"]
+    secured_driver.produces_receives_and_acknowledges(command, secured_broker,
+                                                      secured_driver.with_client_certificate(secured_broker))
+    secured_driver.refuses_what_the_broker_refuses(command, secured_broker)

@@ -3,7 +3,9 @@ crate does and nothing more (so the checks that need batch-index ack, receiver q
 redeliver_unacknowledged_messages are not applicable for it), it answers the protocol's framing as
 every driver must, and on the session broker it runs a short program op for op as the Python
 driver does: payloads, positions, keys, a second Exclusive consumer refused with ConsumerBusy, and
-the redelivery count it cannot see sent as null (unknown), never as a made-up 0."""
+the redelivery count it cannot see sent as null (unknown), never as a made-up 0. On a secured broker
+of the module's own it gets in with the hello's credentials and no others, and refuses a client
+certificate, which the crate cannot present (suites/plumbing/secured_driver.py)."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import pytest
 
 from drivers import wire
 from drivers.rust.build import BuildError, command, crate_version
+from fixtures import options
 from fixtures.admin import AdminClient
 from fixtures.targets.driver_target import DriverProcess
 from fixtures.targets.loader import pulsar_target
@@ -22,7 +25,7 @@ from model import ops as o
 from model.guarantees import Guarantee
 from model.spec import Spec, SubscriptionType
 from suites.conformance.catalog import CHECKS
-from suites.plumbing import test_drivers
+from suites.plumbing import secured_driver, test_drivers
 from suites.replay.stored import replay
 
 # What the crate does not do (drivers/rust/src/protocol.rs): no redeliver_unacknowledged_messages,
@@ -219,3 +222,22 @@ def test_a_seek_on_exclusive_fails_after_the_broker_sought_and_keeps_the_old_que
     assert [c.value.message for _, c in history[6:]] == [M1, M0, M1]
     violation = replay(spec, history, drained=False).verdict.violation
     assert violation is not None and violation.guarantee is Guarantee.NO_DUPLICATE_WITHOUT_CAUSE, violation
+
+
+@pytest.fixture(scope="module")
+def secured_broker(rust, request):
+    with secured_driver.secured_broker("rust", options.pulsar_version(request.config)) as broker:
+        yield broker
+
+
+@pytest.mark.broker
+def test_the_rust_driver_gets_into_a_secured_broker_with_its_credentials_and_no_other(rust, secured_broker):
+    """Token and TLS from the hello's auth; no client certificate (the crate has none: refused at
+    the hello, and not declared); no token, a forged one or an untrusted CA refused at the hello at
+    once (the crate's own error says only "fatal error when connecting to the Pulsar server")."""
+    hello = secured_driver.produces_receives_and_acknowledges(rust, secured_broker, secured_broker.credentials())
+    assert "tls_client_cert" not in hello["capabilities"]
+    mutual = secured_driver.with_client_certificate(secured_broker).to_wire()
+    error = secured_driver.refused_hello(rust, secured_broker, mutual)
+    assert error["class"] == "UnsupportedSetting" and "client certificate" in error["message"], error
+    secured_driver.refuses_what_the_broker_refuses(rust, secured_broker)

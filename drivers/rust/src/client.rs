@@ -22,6 +22,7 @@ use pulsar::{
 };
 use serde_json::{json, Value};
 
+use crate::auth::{self, Auth};
 use crate::protocol::{self, delivered, error, failed, message_of, ok, op_name, payload, payload_id, Settings};
 
 /// The crate's version, read from Cargo.lock by build.rs.
@@ -32,11 +33,14 @@ const OPERATION_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long closing a consumer or producer may take before the driver lets it go.
 const CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
 const RECEIVE_TIMEOUT_MS: u64 = 100;
+/// How long a hello with `auth` waits for its first connection before leaving it to the first op.
+const AUTH_PROBE_TIMEOUT: Duration = Duration::from_secs(10);
 
 type Client = Pulsar<TokioExecutor>;
 
 pub struct RustDriver {
     service_url: String,
+    auth: Option<Auth>,
     client: Option<Client>,
     settings: Settings,
     topic: String,
@@ -52,6 +56,7 @@ impl RustDriver {
     pub fn new() -> RustDriver {
         RustDriver {
             service_url: String::new(),
+            auth: None,
             client: None,
             settings: Settings::default(),
             topic: String::new(),
@@ -65,13 +70,26 @@ impl RustDriver {
 
     // -- lifecycle ------------------------------------------------------------------------------
     /// Who the driver is. The crate's client connects when it is built, so it is built at the first
-    /// program, as the Python client connects at its first use: a hello never waits for a broker.
+    /// program, as the Python client connects at its first use: a hello without `auth` never waits
+    /// for a broker. One with `auth` builds it at once, so that credentials the broker refuses are
+    /// the hello's error; a broker it cannot reach (within 10 s) is left to the first op.
     pub async fn hello(&mut self, request: &Value) -> Value {
         self.service_url = request
             .get("service_url")
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_string();
+        self.auth = match Auth::of(request.get("auth")) {
+            Ok(auth) => auth,
+            Err(refused) => return refused,
+        };
+        if self.auth.is_some() {
+            if let Ok(Err(e)) = tokio::time::timeout(AUTH_PROBE_TIMEOUT, self.client()).await {
+                if let Some(refused) = auth::refusal(&e) {
+                    return refused;
+                }
+            }
+        }
         json!({"client": "rust", "version": CLIENT_VERSION, "protocol": protocol::PROTOCOL,
                "ops": protocol::OPS, "capabilities": protocol::CAPABILITIES})
     }
@@ -103,14 +121,17 @@ impl RustDriver {
         if let Some(client) = &self.client {
             return Ok(client.clone());
         }
-        let client = Pulsar::builder(self.service_url.clone(), TokioExecutor)
-            .with_operation_retry_options(OperationRetryOptions {
+        let mut builder = Pulsar::builder(self.service_url.clone(), TokioExecutor).with_operation_retry_options(
+            OperationRetryOptions {
                 operation_timeout: OPERATION_TIMEOUT,
                 retry_delay: RETRY_DELAY,
                 max_retries: Some(MAX_RETRIES),
-            })
-            .build()
-            .await?;
+            },
+        );
+        if let Some(auth) = &self.auth {
+            builder = auth.apply(builder)?;
+        }
+        let client = builder.build().await?;
         self.client = Some(client.clone());
         Ok(client)
     }
@@ -386,8 +407,12 @@ fn unknown_consumer(name: &str) -> Value {
     )
 }
 
-/// A client error as a reply: `fail` when the broker refused the op (it did not happen), else `info`.
+/// A client error as a reply: `fail` when the broker refused the op (it did not happen), else
+/// `info`; refused credentials are an `error` (auth.rs).
 fn client_error(e: &Error) -> Value {
+    if let Some(refused) = auth::refusal(e) {
+        return refused;
+    }
     let class = error_class(e);
     let outcome = if class == "ConsumerBusy" { "fail" } else { "info" };
     failed(outcome, &class, &e.to_string())

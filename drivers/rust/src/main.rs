@@ -8,10 +8,13 @@
 //! when its effect is unknown. What the crate does not do is left out of `hello` (no batch-index
 //! ack, no receiver queue 0, no public redeliver_unacknowledged, no nack delay or backoff, no ack
 //! grouping, no ack receipts), and what the application cannot see is sent as null: the crate does
-//! not show a message's redelivery count, so `redelivery_count` is always null.
+//! not show a message's redelivery count, so `redelivery_count` is always null. Neither a reply nor
+//! a log line shows the hello's token (secrets.rs).
 
+mod auth;
 mod client;
 mod protocol;
+mod secrets;
 
 use std::io::Write;
 use std::time::Duration;
@@ -27,9 +30,11 @@ const DEADLINE_MARGIN_MS: u64 = 2_000;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
-    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn,pulsar::retry_op=error"))
-        .target(env_logger::Target::Stderr)
-        .init();
+    auth::LogWatch::install(
+        env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn,pulsar::retry_op=error"))
+            .target(env_logger::Target::Pipe(Box::new(secrets::RedactingStderr::new())))
+            .build(),
+    );
     let mut driver = RustDriver::new();
     let mut lines = BufReader::new(tokio::io::stdin()).lines();
     let stdout = std::io::stdout();
@@ -46,7 +51,7 @@ async fn main() {
             Err(e) => (bad_request(&format!("{e}: {line:.200}")), false),
         };
         let mut out = stdout.lock();
-        let _ = writeln!(out, "{reply}");
+        let _ = writeln!(out, "{}", secrets::redact(&reply.to_string()));
         let _ = out.flush();
         if closing {
             return;

@@ -21,7 +21,8 @@ pub const OPS: &[&str] = &[
 /// The capabilities the crate has (drivers/PROTOCOL.md): an ack timeout
 /// (`with_unacked_message_resend_delay`), a dead-letter policy, seek by message id. Left out: ack
 /// receipts, nack backoff, the ack grouping time, batch-index ack (an ack carries no ack set),
-/// receiver queue 0 (the crate turns 0 into 1000) and `redelivery_count` (the crate does not show it).
+/// receiver queue 0 (the crate turns 0 into 1000), `redelivery_count` (the crate does not show it) and
+/// `tls_client_cert` (no client certificate: auth.rs).
 pub const CAPABILITIES: &[&str] = &["ack_timeout", "dead_letter_policy", "seek_by_id"];
 
 pub fn ok() -> Value {

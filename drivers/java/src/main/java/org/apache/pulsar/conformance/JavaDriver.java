@@ -13,6 +13,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import org.apache.pulsar.PulsarVersion;
 import org.apache.pulsar.client.api.BatcherBuilder;
+import org.apache.pulsar.client.api.ClientBuilder;
 import org.apache.pulsar.client.api.Consumer;
 import org.apache.pulsar.client.api.ConsumerBuilder;
 import org.apache.pulsar.client.api.DeadLetterPolicy;
@@ -42,7 +43,7 @@ final class JavaDriver {
             "negative_acknowledge", "redeliver_unacknowledged_messages", "close", "seek", "tick");
     static final List<String> CAPABILITIES = List.of("ack_receipts", "nack_backoff", "ack_grouping_time",
             "batch_index_ack", "receiver_queue_0", "ack_timeout", "dead_letter_policy", "redeliver_unacknowledged",
-            "seek_by_id", "redelivery_count");
+            "seek_by_id", "redelivery_count", "tls_client_cert");
     static final int RECEIVE_TIMEOUT_MS = 100;  // a receive request without `ms`
     static final int NACK_PRECISION_BITS = Integer.parseInt(
             System.getenv().getOrDefault("CONFORMANCE_JAVA_NACK_PRECISION_BITS", "0"));
@@ -56,6 +57,7 @@ final class JavaDriver {
     }
 
     private String serviceUrl = "";
+    private Auth auth;
     private PulsarClient client;
     private JsonNode spec = Main.JSON.createObjectNode();
     private String topic = "";
@@ -69,9 +71,14 @@ final class JavaDriver {
     private final Map<String, Message<byte[]>> received = new LinkedHashMap<>();
 
     // -- lifecycle ----------------------------------------------------------------------------------
-    ObjectNode hello(JsonNode request) throws PulsarClientException {
+    ObjectNode hello(JsonNode request) throws PulsarClientException, InterruptedException {
         serviceUrl = request.path("service_url").asText();
+        auth = Auth.of(request.get("auth"));
         client = newClient();
+        ObjectNode refused = auth == null ? null : auth.refused(client, serviceUrl);
+        if (refused != null) {
+            return refused;
+        }
         ObjectNode reply = Main.JSON.createObjectNode().put("client", "java").put("version", PulsarVersion.getVersion());
         OPS.forEach(reply.putArray("ops")::add);
         CAPABILITIES.forEach(reply.putArray("capabilities")::add);
@@ -95,8 +102,9 @@ final class JavaDriver {
     }
 
     private PulsarClient newClient() throws PulsarClientException {
-        return PulsarClient.builder().serviceUrl(serviceUrl)
-                .operationTimeout(OPERATION_TIMEOUT_S, TimeUnit.SECONDS).build();
+        ClientBuilder builder = PulsarClient.builder().serviceUrl(serviceUrl)
+                .operationTimeout(OPERATION_TIMEOUT_S, TimeUnit.SECONDS);
+        return (auth == null ? builder : auth.apply(builder)).build();
     }
 
     private void closeProgram() throws PulsarClientException {
@@ -140,6 +148,10 @@ final class JavaDriver {
         try {
             return performOp(kind, request);
         } catch (PulsarClientException error) {
+            ObjectNode denied = Auth.refusal(error);  // credentials refused later (a restarted broker)
+            if (denied != null) {
+                return denied;
+            }
             return refused(kind, error)
                     ? Replies.failed("fail", refusal(error), error.getMessage())
                     : Replies.failed("info", error.getClass().getSimpleName(), error.getMessage());

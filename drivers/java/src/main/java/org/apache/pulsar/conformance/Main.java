@@ -15,6 +15,7 @@ import java.nio.charset.StandardCharsets;
  * The request loop of the Java driver (drivers/PROTOCOL.md, protocol 1): one JSON request per line
  * on stdin, one reply per line on stdout, in order. Nothing else reaches stdout: System.out is
  * pointed at stderr before the client is loaded, and the client's logs (slf4j-simple) go to stderr.
+ * Neither a reply nor a line on stderr shows the hello's token ({@link Secrets}).
  * Whatever the driver's own code throws becomes an {@code error} reply, never a dead driver.
  */
 public final class Main {
@@ -26,6 +27,7 @@ public final class Main {
 
     public static void main(String[] args) throws IOException {
         PrintStream out = new PrintStream(new FileOutputStream(FileDescriptor.out), false, StandardCharsets.UTF_8);
+        System.setErr(Secrets.redacting(new FileOutputStream(FileDescriptor.err)));
         System.setOut(System.err);
         System.setProperty("org.slf4j.simpleLogger.logFile", "System.err");
         System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", System.getProperty("driver.log", "warn"));
@@ -50,13 +52,18 @@ public final class Main {
             } else {
                 reply = handle(driver, request);
             }
-            out.println(JSON.writeValueAsString(reply));
+            out.println(Secrets.redact(JSON.writeValueAsString(reply)));
             out.flush();
             if (request != null && "close".equals(request.path("type").asText())) {
                 break;
             }
         }
         System.exit(0);  // the client's non-daemon threads must not keep the process alive
+    }
+
+    /** A hello's reply says the protocol; one refused (credentials) is an error reply as it is. */
+    private static ObjectNode withProtocol(ObjectNode reply) {
+        return reply.has("outcome") ? reply : reply.put("protocol", PROTOCOL);
     }
 
     /** The reply to one request, its id echoed first. */
@@ -70,7 +77,7 @@ public final class Main {
                 case "hello" -> reply = request.path("protocol").asInt(-1) != PROTOCOL
                         ? Replies.error("ProtocolVersion", "this driver speaks protocol " + PROTOCOL + ", asked for "
                         + request.get("protocol"))
-                        : driver.hello(request).put("protocol", PROTOCOL);
+                        : withProtocol(driver.hello(request));
                 case "close" -> {
                     driver.close();
                     reply = Replies.ok();

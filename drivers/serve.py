@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from drivers import wire
+from fixtures.credentials import HIDDEN
 
 
 class Driver(Protocol):
@@ -53,6 +54,9 @@ def handle(driver: Driver, request: dict) -> dict:
             reply = wire.error("UnknownRequest", f"unknown request type {kind!r} (hello, reset, op, close)")
     except Exception as error:  # errors are data: the suite decides what a driver's failure means
         reply = wire.error(type(error).__name__, str(error))
+    token = getattr(getattr(driver, "credentials", None), "token", None) or (request.get("auth") or {}).get("token")
+    if token:  # no reply shows the token (PROTOCOL.md), even where it echoes what it was given
+        reply = json.loads(json.dumps(reply).replace(json.dumps(token)[1:-1], HIDDEN))
     return {"id": request.get("id"), **reply}
 
 

@@ -36,6 +36,7 @@ CAPABILITIES = {
     "redeliver_unacknowledged": "consumer.redeliverUnacknowledgedMessages()",
     "seek_by_id": "consumer.seek(message id)",
     "redelivery_count": "a received message's redelivery count (Message.getRedeliveryCount())",
+    "tls_client_cert": "a client certificate for mutual TLS (hello auth.tls_cert, auth.tls_key)",
 }
 # The ops that ask the broker for a redelivery it counts (on Shared and Key_Shared); with the ack
 # timeout, a spec setting, they are the programs in which a message may come with a count above 0.

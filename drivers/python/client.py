@@ -27,8 +27,13 @@ def new_client(service_url: str, credentials: Credentials = NONE, *, logger: log
         options.update(tls_trust_certs_file_path=credentials.tls_trust_certs,
                        tls_validate_hostname=credentials.tls_hostname_verification)
         if credentials.tls_cert:
-            if "tls_certificate_file_path" not in inspect.signature(pulsar.Client.__init__).parameters:
+            if not client_certificates():
                 raise CredentialsError("--tls-cert: this pulsar-client wheel cannot present a client certificate")
             options.update(tls_certificate_file_path=credentials.tls_cert,
                            tls_private_key_file_path=credentials.tls_key)
     return pulsar.Client(service_url, **options)
+
+
+def client_certificates() -> bool:
+    """Whether this pulsar-client wheel can present a client certificate (3.x can; older ones cannot)."""
+    return "tls_certificate_file_path" in inspect.signature(pulsar.Client.__init__).parameters

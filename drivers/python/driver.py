@@ -18,8 +18,8 @@ import time
 import pulsar
 
 from drivers import wire
-from drivers.python.client import new_client
-from fixtures.credentials import NONE, Credentials
+from drivers.python.client import client_certificates, new_client
+from fixtures.credentials import NONE, Credentials, CredentialsError, redact_url
 from model import ops as o
 from model.spec import InitialPosition, Spec, SubscriptionType
 
@@ -34,6 +34,8 @@ REFUSALS = (pulsar.CumulativeAcknowledgementNotAllowedError, pulsar.ConsumerBusy
 CAPABILITIES = ("batch_index_ack", "receiver_queue_0", "ack_timeout", "dead_letter_policy",
                 "redeliver_unacknowledged", "seek_by_id", "redelivery_count")
 RECEIVE_TIMEOUT_MS = 100  # a receive request without `ms`
+HELLO_TIMEOUT_S = 5  # the hello's lookup with credentials (PROTOCOL.md: refusals within seconds)
+HELLO_PROBE_TOPIC = "conformance-hello-probe"  # looked up, never created
 
 
 class _PendingReceive:
@@ -86,9 +88,38 @@ class PythonDriver:
     def hello(self, request: dict) -> dict:
         self.service_url = str(request["service_url"])
         self.credentials = Credentials.from_wire(request.get("auth"))
-        self._client = self._new_client()
+        try:
+            self._client = self._new_client()
+        except CredentialsError as error:
+            return wire.error("UnsupportedSetting", str(error))
+        if not self.credentials.empty:
+            refused = self._refused()
+            if refused is not None:
+                return refused
+        capabilities = [*CAPABILITIES, *(["tls_client_cert"] if client_certificates() else [])]
         return {"client": "python", "version": importlib.metadata.version("pulsar-client"),
-                "ops": list(wire.CLIENT_OPS), "capabilities": list(CAPABILITIES)}
+                "ops": list(wire.CLIENT_OPS), "capabilities": capabilities}
+
+    def _refused(self) -> dict | None:
+        """With credentials, one lookup at the hello, so that refused ones are said now (PROTOCOL.md).
+        The C++ client does not say a token was refused: it reconnects until the operation times
+        out (apache/pulsar-client-cpp#227), so a lookup that times out is that refusal as far as
+        can be told; an untrusted certificate is a ConnectError at once."""
+        probe = new_client(self.service_url, self.credentials, operation_timeout_seconds=HELLO_TIMEOUT_S)
+        try:
+            probe.get_topic_partitions(f"persistent://public/default/{HELLO_PROBE_TOPIC}")
+            return None
+        except pulsar.Timeout:
+            return wire.error("AuthenticationError", f"authentication failed, or the broker did not answer within "
+                                                     f"{HELLO_TIMEOUT_S} s: the C++ client reconnects and says "
+                                                     "nothing else when its token is refused")
+        except pulsar.ConnectError as error:
+            return wire.error("TlsError" if self.service_url.startswith("pulsar+ssl://") else "ConnectError",
+                              f"cannot connect to {redact_url(self.service_url)}: {error}")
+        except pulsar.PulsarException:
+            return None  # answered: the credentials were taken, what the lookup says is the first op's to find
+        finally:
+            probe.close()
 
     def reset(self, request: dict) -> dict:
         self._close_program()

@@ -191,3 +191,19 @@ def test_a_driver_answers_every_request_and_errors_are_data(driver_command):
         assert driver.process.wait(timeout=10) == 0
     finally:
         driver.stop()
+
+
+@pytest.mark.broker
+def test_the_python_driver_gets_into_a_secured_broker_with_its_credentials_and_no_other(request):
+    """Token and TLS from the hello's auth, a client certificate too; no token, a forged one or an
+    untrusted CA refused at the hello within seconds. The C++ client says nothing when its token
+    is refused (it reconnects until its operation timeout): the driver's hello looks a topic up
+    with a 5 s timeout and calls a timeout that refusal."""
+    from suites.plumbing import secured_driver
+
+    command = driver_command("python")
+    with secured_driver.secured_broker("python", options.pulsar_version(request.config)) as broker:
+        hello = secured_driver.produces_receives_and_acknowledges(command, broker, broker.credentials())
+        assert "tls_client_cert" in hello["capabilities"]
+        secured_driver.produces_receives_and_acknowledges(command, broker, secured_driver.with_client_certificate(broker))
+        secured_driver.refuses_what_the_broker_refuses(command, broker)

@@ -37,6 +37,10 @@ from reports.vocabulary import FAILED, NOT_APPLICABLE, PASSED, UNKNOWN
 EXIT_PASS, EXIT_FAIL, EXIT_INPUT = 0, 1, 2
 
 
+LOCAL_BASELINE = Path("reports/baseline.json")  # a project's own, next to its reports (this repository's too)
+KIT_BASELINE = Path(__file__).resolve().parent / "baseline.json"  # shipped with the kit
+
+
 def judge(summary: Summary, baseline: Baseline, *, allow_unknown: bool = False,
           fail_on_fixed: bool = False) -> Judgement:
     if not summary.results:
@@ -111,14 +115,18 @@ def main(argv: list[str] | None = None) -> int:
                                      description="Compare a conformance run with a baseline of accepted divergences.")
     parser.add_argument("--results", type=Path, default=Path("reports/out/summary.json"),
                         help="summary.json of the run (default: %(default)s)")
-    parser.add_argument("--baseline", type=Path, default=Path("reports/baseline.json"),
-                        help="accepted divergences (default: %(default)s)")
+    parser.add_argument("--baseline", type=Path, default=None,
+                        help=f"accepted divergences (default: {LOCAL_BASELINE} when there is one, else the kit's "
+                             "own: the known divergences of the clients it drives, KNOWN_DIVERGENCES.md)")
     parser.add_argument("--allow-unknown", action="store_true", help="unknown cells do not fail the gate")
     parser.add_argument("--fail-on-fixed", action="store_true",
                         help="baseline entries that no longer diverge fail the gate (keeps the baseline tidy)")
     parser.add_argument("--markdown", type=Path, default=None,
                         help="where to write the verdict as markdown (default: gate.md next to the results)")
     args = parser.parse_args(argv)
+    if args.baseline is None:
+        args.baseline = LOCAL_BASELINE if LOCAL_BASELINE.exists() else KIT_BASELINE
+        print(f"baseline: {args.baseline}", file=sys.stderr)
     try:
         judgement = judge(load_summary(args.results), load_baseline(args.baseline),
                           allow_unknown=args.allow_unknown, fail_on_fixed=args.fail_on_fixed)

@@ -29,6 +29,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from fixtures.kit import module
 from model.guarantees import Guarantee
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -93,13 +94,13 @@ def _attribute(module: str, name: str, owner: str) -> object:
 
 
 def model_rules() -> dict[Guarantee, list[Link]]:
-    rules = _attribute("model.checks", "RULES", "the model's checks")
+    rules = _attribute(module("model.checks"), "RULES", "the model's checks")
     return {g: [Link(text=f"`{fn.__name__}`", href=_where(fn)) for fn in rules.get(g, ())] for g in Guarantee}
 
 
 def proofs() -> tuple[dict[Guarantee, list[Link]], dict[Guarantee, str]]:
-    found = _attribute("model.smt.catalog", "PROOFS", "the proof catalog")
-    because = _attribute("model.smt.catalog", "NO_PROOF_BECAUSE", "the proof catalog")
+    found = _attribute(module("model.smt.catalog"), "PROOFS", "the proof catalog")
+    because = _attribute(module("model.smt.catalog"), "NO_PROOF_BECAUSE", "the proof catalog")
     links: dict[Guarantee, list[Link]] = {g: [] for g in Guarantee}
     for proof in found:
         links[proof.guarantee].append(Link(text=f"`{proof.name}`", href=_where(proof.prove), note=proof.doc))

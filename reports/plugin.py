@@ -47,6 +47,7 @@ from pathlib import Path
 import pytest
 
 from fixtures.credentials import redact_args, redact_url
+from fixtures.kit import module
 from model.history import OP_KINDS, spec_json
 from model.spec import Spec
 from reports import failures as stored
@@ -363,7 +364,7 @@ class ConformanceReports:
             "client": {**(driven or {"name": None, "version": None}), "requested": _client_option(config, target),
                        "modelled": modelled["client"]},
             "hypothesis_profile": settings.get_current_profile_name(), "python": platform.python_version(),
-            "run_id": getattr(sys.modules.get("fixtures.pulsar"), "RUN_ID", None),
+            "run_id": getattr(sys.modules.get(module("fixtures.pulsar")), "RUN_ID", None),
             "started": self.started, "finished": _now(), "args": redact_args(config.invocation_params.args),
         }
 

@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 from fixtures.broker.config import state_root
+from fixtures.kit import module
 
 PACKAGE = "pulsar-client"
 CLIENT_PREFIX = "python=="
@@ -83,7 +84,7 @@ def ensure(version: str) -> Path:
 
 def command(version: str) -> tuple[str, ...]:
     """The command that starts the Python driver on pulsar-client `version` (its virtualenv made first)."""
-    return (str(ensure(version)), "-m", "drivers.python")
+    return (str(ensure(version)), "-m", module("drivers.python"))
 
 
 def _installed_version(python: Path) -> str:

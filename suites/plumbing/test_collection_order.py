@@ -1,13 +1,9 @@
-"""Tests that restart or crash the session's broker run after every other test (conftest.py)."""
+"""Tests that restart or crash the session's broker run after every other test (the kit's plugin:
+pulsar_ack_conformance/plugin.py)."""
 
-import importlib.util
-from pathlib import Path
 from types import SimpleNamespace
 
-# The root conftest by its path: in a whole run `import conftest` may find another suite's.
-_spec = importlib.util.spec_from_file_location("root_conftest", Path(__file__).parents[2] / "conftest.py")
-conftest = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(conftest)
+from pulsar_ack_conformance import plugin
 
 
 def _item(name, restarts=False):
@@ -18,6 +14,6 @@ def _item(name, restarts=False):
 def test_restarting_tests_run_last_and_the_crash_last_of_all():
     items = [_item("test_crash_brings_back", restarts=True), _item("test_a"), _item("test_restart", restarts=True),
              _item("test_crash_of_a_model"), _item("test_b")]
-    conftest.pytest_collection_modifyitems(None, items)
+    plugin.pytest_collection_modifyitems(None, items)
     assert [i.name for i in items] == ["test_a", "test_crash_of_a_model", "test_b", "test_restart",
                                        "test_crash_brings_back"]

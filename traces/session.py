@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from fixtures import kit
 from traces import jvm
 
 log = logging.getLogger("traces")
@@ -203,12 +204,14 @@ def job_finished() -> None:
 
 
 def ship_packages(spark) -> None:
-    """Zip this project's packages and add them to the executors' Python path (cluster masters)."""
-    root = _HERE.parent
+    """Zip this project's packages and add them to the executors' Python path (cluster masters): the
+    clone's top-level ones, or an installed kit's one package, under the names the code imports."""
+    root = kit.CODE_ROOT.parent if kit.INSTALLED else kit.CODE_ROOT
+    folders = [kit.CODE_ROOT] if kit.INSTALLED else [kit.CODE_ROOT / package for package in PACKAGES]
     archive = Path(tempfile.mkdtemp(prefix="traces-code-")) / "pulsar_ack_conformance.zip"
     with zipfile.ZipFile(archive, "w") as zipped:
-        for package in PACKAGES:
-            for file in (root / package).rglob("*"):
+        for folder in folders:
+            for file in folder.rglob("*"):
                 if file.suffix in (".py", ".properties") and "__pycache__" not in file.parts:
                     zipped.write(file, file.relative_to(root))
     spark.sparkContext.addPyFile(str(archive))

@@ -111,3 +111,19 @@ def test_the_github_actions_example_uses_only_what_the_installed_kit_has(install
     for kind, arguments in commands:
         for option in re.findall(r"(?<![\w-])(--[a-z][a-z-]*|-m)\b", arguments):
             assert option in helps[kind], f"pulsar-ack-conformance {kind}: {option} is not an option of the kit"
+
+
+SHIPPED = """
+import types, zipfile
+from pulsar_ack_conformance.traces.session import ship_packages
+added = []
+ship_packages(types.SimpleNamespace(sparkContext=types.SimpleNamespace(addPyFile=added.append)))
+names = zipfile.ZipFile(added[0]).namelist()
+print(sorted({name.split('/')[0] for name in names}), 'pulsar_ack_conformance/model/spec.py' in names)
+"""
+
+
+def test_the_code_shipped_to_spark_executors_is_the_installed_kit_under_its_name(installed, user_folder):
+    """A cluster master's executors import what the driver imports: `pulsar_ack_conformance.model...`."""
+    done = _run(installed, user_folder, "python", "-c", SHIPPED)
+    assert done.stdout.split() == ["['pulsar_ack_conformance']", "True"], done.stdout + done.stderr

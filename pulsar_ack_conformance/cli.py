@@ -20,9 +20,7 @@ import shutil
 import subprocess
 import sys
 
-from fixtures.kit import module
-
-COMMANDS = {"gate": "reports.gate", "broker": "fixtures.broker.__main__", "matrix": "reports.matrix"}
+from fixtures.kit import SUBCOMMANDS, module
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -32,8 +30,9 @@ def main(argv: list[str] | None = None) -> int:
         return run(rest)
     if command == "setup":
         return setup()
-    if command in COMMANDS:
-        return importlib.import_module(module(COMMANDS[command])).main(rest)
+    if command in SUBCOMMANDS:
+        target = SUBCOMMANDS[command] + (".__main__" if command == "broker" else "")
+        return importlib.import_module(module(target)).main(rest)
     print(__doc__.split("\n\n")[1], file=sys.stdout if command in ("-h", "--help") else sys.stderr)
     return 0 if command in ("-h", "--help") else 2
 

@@ -27,6 +27,7 @@ import os
 import sys
 from pathlib import Path
 
+from fixtures.kit import command
 from reports.baseline import PARTS, accept, load_baseline, run_client, write_baseline
 from reports.markdown import gate_markdown
 from reports.results import InputError, Summary, load_summary
@@ -111,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["accept"]:
         return accept_main(argv[1:])
-    parser = argparse.ArgumentParser(prog="python -m reports.gate",
+    parser = argparse.ArgumentParser(prog=command("reports.gate"),
                                      description="Compare a conformance run with a baseline of accepted divergences.")
     parser.add_argument("--results", type=Path, default=Path("reports/out/summary.json"),
                         help="summary.json of the run (default: %(default)s)")
@@ -138,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     for entry in judgement.unsigned:
         print(f"warning: baseline entry {entry.area} [{entry.spec_id}] {entry.guarantee} has no signature, so any "
               f"failure of {entry.guarantee} in that cell passes as accepted; re-accept it with: "
-              f"python -m reports.gate accept {entry.area} {entry.spec_id} {entry.guarantee} "
+              f"{command('reports.gate')} accept {entry.area} {entry.spec_id} {entry.guarantee} "
               f"--results {args.results} --baseline {args.baseline} --reason ... --evidence ...", file=sys.stderr)
     (args.markdown or args.results.parent / "gate.md").write_text(text)
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
@@ -149,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def accept_main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m reports.gate accept",
+    parser = argparse.ArgumentParser(prog=f"{command('reports.gate')} accept",
                                      description="Accept a divergence of a run into a baseline, with its signature.")
     parser.add_argument("area", help="the failed cell's area (the test name without test_)")
     parser.add_argument("spec_id", help="the failed cell's spec id (Shared, Key_Shared-dlq2, ...)")

@@ -6,6 +6,7 @@ function is pure: results in, text out.
 
 from __future__ import annotations
 
+from fixtures.kit import command
 from reports.results import GuaranteeCell, Result, Summary, guarantee_view
 from reports.verdicts import Comparison, Judgement
 from reports.vocabulary import FAILED, NOT_APPLICABLE, PASSED, UNKNOWN
@@ -163,7 +164,7 @@ def gate_markdown(judgement: Judgement) -> str:
     if judgement.unsigned:
         lines += ["### Baseline entries without a signature (re-accept them)", ""]
         lines += [f"- **{e.area} [{e.spec_id}]** `{e.guarantee}`: accepts any failure of this guarantee in the cell; "
-                  f"`python -m reports.gate accept {e.area} {e.spec_id} {e.guarantee} --reason ... --evidence ...` "
+                  f"`{command('reports.gate')} accept {e.area} {e.spec_id} {e.guarantee} --reason ... --evidence ...` "
                   "records what this run saw" for e in judgement.unsigned] + [""]
     if judgement.unconfirmed:
         lines += ["### Baseline entries this run could not confirm", ""]

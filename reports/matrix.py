@@ -51,6 +51,7 @@ from datetime import datetime, timezone
 from html import escape
 from pathlib import Path
 
+from fixtures.kit import command
 from model.guarantees import Guarantee
 from reports.baseline import load_baseline
 from reports.gate import judge
@@ -399,7 +400,7 @@ def git_commit() -> str | None:
 
 
 def render_main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m reports.matrix render",
+    parser = argparse.ArgumentParser(prog=f"{command('reports.matrix')} render",
                                      description="Write the client feature matrix of several conformance runs.")
     parser.add_argument("summaries", nargs="+", type=Path, help="summary.json of each run (one per client or version)")
     _common(parser)
@@ -418,7 +419,7 @@ def render_main(argv: list[str]) -> int:
 def run_main(argv: list[str]) -> int:
     extra = argv[argv.index("--") + 1:] if "--" in argv else []
     argv = argv[:argv.index("--")] if "--" in argv else argv
-    parser = argparse.ArgumentParser(prog="python -m reports.matrix run",
+    parser = argparse.ArgumentParser(prog=f"{command('reports.matrix')} run",
                                      description="Run the conformance suites for each client against one broker, "
                                                  "then write the client feature matrix (extra pytest arguments "
                                                  "after --).")
@@ -464,10 +465,10 @@ def run_main(argv: list[str]) -> int:
     if len(set(labels)) < len(labels):
         print(f"error: two runs of one client and version: {', '.join(labels)}", file=sys.stderr)
         return EXIT_INPUT
-    command = "python -m reports.matrix run --clients " + ",".join(clients) + (
+    rerun = f"{command('reports.matrix')} run --clients " + ",".join(clients) + (
         f" --hypothesis-profile {args.hypothesis_profile}" if args.hypothesis_profile else "")
     try:
-        written = write(columns, args.out, made=made_line(columns, commit=commit, command=command), page=args.page)
+        written = write(columns, args.out, made=made_line(columns, commit=commit, command=rerun), page=args.page)
     except InputError as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_INPUT
@@ -493,7 +494,7 @@ def main(argv: list[str] | None = None) -> int:
         return render_main(argv[1:])
     if argv[:1] == ["run"]:
         return run_main(argv[1:])
-    print("usage: python -m reports.matrix {render,run} ...  (each takes --help)", file=sys.stderr)
+    print(f"usage: {command('reports.matrix')} {{render,run}} ...  (each takes --help)", file=sys.stderr)
     return EXIT_INPUT
 
 

@@ -101,6 +101,18 @@ def test_the_installed_plugin_gives_pytest_the_kit_s_options_and_its_state_is_a_
     assert state.stdout.strip() == str(user_folder / "cache" / "pulsar-ack-conformance")
 
 
+def test_hints_name_the_command_a_user_of_the_installed_kit_types(installed, user_folder):
+    """A gate's "re-accept it with" or a broker's "stop it first" names the installed command."""
+    said = _run(installed, user_folder, "python", "-c",
+                "from pulsar_ack_conformance.fixtures.kit import command; "
+                "print(command('reports.gate'), command('fixtures.broker'), command('traces'), sep='|')")
+    assert said.stdout.split() and said.stdout.strip().split("|") == [
+        "pulsar-ack-conformance gate", "pulsar-ack-conformance broker", "python -m pulsar_ack_conformance.traces"]
+    from fixtures.kit import command
+
+    assert command("reports.gate") == "python -m reports.gate"  # in the clone, what its README says
+
+
 def test_the_github_actions_example_uses_only_what_the_installed_kit_has(installed, user_folder):
     """examples/github-actions/: every option its kit commands pass is one the kit knows."""
     workflow = (ROOT / "examples" / "github-actions" / "pulsar-ack-conformance.yml").read_text()

@@ -16,6 +16,7 @@ from hypothesis import settings
 
 from drivers import wire
 from fixtures import options
+from fixtures.credentials import Credentials
 from fixtures.targets.driver_target import (MODEL_DRIVER, PYTHON_DRIVER, ClientCrashed, DriverProcess, DriverTarget,
                                            driver_command)
 from model import ops as o
@@ -59,6 +60,26 @@ def test_a_driver_that_dies_is_a_crashed_client_and_a_fresh_driver_takes_the_nex
         assert target.invoke(o.Send()).outcome is o.Outcome.OK
     finally:
         target.close()
+
+
+ECHOES_ITS_CONFIGURATION = """
+import json, sys
+hello = json.loads(sys.stdin.readline())
+print("client config: token", hello["auth"]["token"], "admin https://user:secret@host:8443", file=sys.stderr)
+sys.exit(3)
+"""
+
+
+def test_a_crashed_driver_s_stderr_is_shown_without_the_token_or_url_userinfo():
+    """Whatever a client logs before it dies (Go and Rust clients log their configuration), the
+    crash report shows its tail with the token and URL passwords hidden."""
+    token = "eyJhbGciOiJIUzI1NiJ9.c2VjcmV0LXJvbGU.signature"
+    with pytest.raises(ClientCrashed) as crashed:  # at its hello
+        DriverTarget(lambda: DriverProcess((sys.executable, "-c", ECHOES_ITS_CONFIGURATION)),
+                     name="echoes", grace_ms=5000, credentials=Credentials(token=token))
+    assert "client config: token ***" in crashed.value.stderr, crashed.value.stderr
+    assert token not in str(crashed.value) and "secret@" not in str(crashed.value)
+    compile(crashed.value.source, "reproduction", "exec")  # a crash before any op still reproduces as Python
 
 
 def test_the_reference_model_as_a_driver_passes_every_check_through_the_protocol():

@@ -129,6 +129,11 @@ def side_by_side(sides: list[_Side], counter: _Counter, profile: settings) -> No
     ids = (f"bench-{n}" for n in itertools.count())
     for check in (c for c in CHECKS if not c.slow):
         for spec_id, spec in check.specs.items():
+            lacking = {side.label: _lacking(side.target, check.kinds, spec) for side in sides}
+            if any(lacking.values()):  # not applicable for a client: the suite skips it, and so do all sides
+                print(f"left out {check.area}[{spec_id}]: " + "; ".join(
+                    f"{label} lacks {', '.join(missing)}" for label, missing in lacking.items() if missing))
+                continue
             for side in sides:
                 counter.reset()
                 begun = time.perf_counter()
@@ -140,6 +145,17 @@ def side_by_side(sides: list[_Side], counter: _Counter, profile: settings) -> No
                 side.seconds += time.perf_counter() - begun
                 side.ops += counter.ops
                 side.waiting += counter.waiting
+
+
+def _lacking(target, kinds, spec) -> list[str]:
+    """What a check needs that the side's client does not declare (fixtures/conformance.py skips it
+    as not applicable); the Python client in process declares what its driver declares."""
+    if callable(getattr(target, "lacking", None)):
+        return target.lacking(kinds, spec)
+    from drivers import wire
+    from drivers.python.driver import CAPABILITIES
+
+    return wire.lacking({"ops": list(wire.CLIENT_OPS), "capabilities": list(CAPABILITIES)}, kinds, spec)
 
 
 def broker_comparison(args, counter: _Counter, profile: settings) -> None:

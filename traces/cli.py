@@ -2,15 +2,17 @@
 
     python -m traces generate --out CORPUS [--programs N] [--steps S] [--seed X] [--matrix FIELD=V1,V2 ...]
     python -m traces record --corpus CORPUS --out RECORDING --target model|pulsar|package.module:factory
-                            [--service-url pulsar://... --admin-url http://...]
+                            [--service-url pulsar://... --admin-url http://...] [--check [--check-out CHECK]]
     python -m traces diff EXPECTED OBSERVED --out DIFF [--fail-on-divergence]
+    python -m traces check CORPUS --out CHECK [--partitions N] [--fail-on-violation]
     python -m traces validate PATH
 
 Every job takes --master (default local[*], or what spark-submit set), --driver-memory, --conf
 KEY=VALUE and --overwrite (an existing output is refused without it; with it, only a corpus, a
-recording or a diff these jobs wrote is replaced, never another folder). Exit status: 0 done, 1 the
-diff found divergences and --fail-on-divergence was given, 2 bad input or usage, 3 the Spark job
-failed (its output is not published; a recording can be resumed).
+recording, a diff or a check these jobs wrote is replaced, never another folder). Exit status: 0
+done, 1 the diff found divergences and --fail-on-divergence was given (or the check found a
+violation and --fail-on-violation was given), 2 bad input or usage, 3 the Spark job failed (its
+output is not published; a recording can be resumed).
 """
 
 from __future__ import annotations
@@ -36,7 +38,8 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 
 def parser() -> argparse.ArgumentParser:
-    top = argparse.ArgumentParser(prog="python -m traces", description="Trace corpora in Spark: generate, record, diff.")
+    top = argparse.ArgumentParser(prog="python -m traces",
+                                  description="Trace corpora in Spark: generate, record, diff, check.")
     sub = top.add_subparsers(dest="command", required=True)
 
     gen = sub.add_parser("generate", help="seeded random programs executed by the model, as a corpus")
@@ -62,6 +65,9 @@ def parser() -> argparse.ArgumentParser:
         rec.add_argument(flag, **settings)
     rec.add_argument("--chunk-programs", type=int, default=500, help="programs per chunk file (default 500)")
     rec.add_argument("--overwrite", action="store_true", help="record again from scratch")
+    rec.add_argument("--check", action="store_true",
+                     help="check the recording against the model once it is complete (as traces check does)")
+    rec.add_argument("--check-out", default=None, help="where the check is written (default: RECORDING-check)")
     _common(rec)
 
     diff = sub.add_parser("diff", help="first divergent step per program, grouped into signatures")
@@ -71,6 +77,16 @@ def parser() -> argparse.ArgumentParser:
     diff.add_argument("--overwrite", action="store_true")
     diff.add_argument("--fail-on-divergence", action="store_true", help="exit 1 when any program diverges")
     _common(diff)
+
+    chk = sub.add_parser("check", help="every program replayed through the model's checker: a verdict per program")
+    chk.add_argument("corpus", help="corpus (generated or recorded), Parquet events or JSON-lines history")
+    chk.add_argument("--out", required=True,
+                     help="directory for verdicts/, signatures.parquet, reproductions/, summary.json, summary.md")
+    chk.add_argument("--partitions", type=int, default=None,
+                     help="partitions the programs are checked in (default: 4 per core)")
+    chk.add_argument("--overwrite", action="store_true")
+    chk.add_argument("--fail-on-violation", action="store_true", help="exit 1 when any program breaks a guarantee")
+    _common(chk)
 
     val = sub.add_parser("validate", help="check a corpus, Parquet events or a history against the schema")
     val.add_argument("path")
@@ -110,6 +126,23 @@ def _validate(spark, path: str) -> dict:
     return {"programs": programs}
 
 
+def _check_out(args: argparse.Namespace):
+    """record --check: where the check goes, refused before anything is recorded if it exists
+    (without --overwrite) or overlaps the corpus or the recording."""
+    from pathlib import Path
+
+    from traces import corpus as c
+
+    if not args.check:
+        if args.check_out:
+            raise ValueError("--check-out goes with --check")
+        return None
+    out = Path(args.out).absolute()
+    check_out = Path(args.check_out).absolute() if args.check_out else out.with_name(f"{out.name}-check")
+    c.refuse_existing(check_out, overwrite=args.overwrite, inputs=(Path(args.corpus), out))
+    return check_out
+
+
 def job_finished() -> None:
     from traces.session import job_finished as finished
 
@@ -136,8 +169,21 @@ def main(argv: list[str] | None = None) -> int:
             target.check()
             from traces.jobs import record
 
-            record.run(_session(args), args.corpus, args.out, target=target, chunk_programs=args.chunk_programs,
+            check_out = _check_out(args)
+            spark = _session(args)
+            record.run(spark, args.corpus, args.out, target=target, chunk_programs=args.chunk_programs,
                        overwrite=args.overwrite)
+            if check_out is not None:
+                from traces.jobs import check
+
+                check.run(spark, args.out, check_out, overwrite=args.overwrite)
+        elif args.command == "check":
+            from traces.jobs import check
+
+            summary = check.run(_session(args), args.corpus, args.out, overwrite=args.overwrite,
+                                partitions=args.partitions)
+            if args.fail_on_violation and summary["verdicts"]["violation"]:
+                status = 1
         elif args.command == "diff":
             from traces.jobs import diff
 

@@ -31,7 +31,7 @@ log = logging.getLogger("traces")
 
 DEFAULT_MASTER = "local[*]"
 DEFAULT_DRIVER_MEMORY = "4g"
-PACKAGES = ("model", "traces", "fixtures")
+PACKAGES = ("model", "traces", "fixtures", "reports")  # reports: the signatures of traces check
 _HERE = Path(__file__).resolve().parent
 _TUNING = None  # the JVM options of this process's session (traces.jvm.Options), once started
 

@@ -40,6 +40,15 @@ class TargetSpec:
             return f"pulsar {redact_url(self.service_url or '')}"
         return f"{self.name} at {redact_url(self.service_url)}" if self.service_url else self.name
 
+    def replay_args(self) -> dict[str, object]:
+        """What a reproduction passes to `fixtures.targets.replay.replay` to drive this target again,
+        as the suite's loader records it: the broker's URLs without their userinfo, how the
+        credentials were given (a file or a variable, never the token)."""
+        from fixtures.targets.loader import _replay_args
+
+        return _replay_args({"service_url": self.service_url, "admin_url": self.admin_url,
+                             "credentials": self.credentials}, None)
+
     def build(self) -> Target:
         from fixtures.targets.loader import TargetLoadError, load_target
 

@@ -246,3 +246,34 @@ def steps_until(aligned: DataFrame, picks: list[tuple[str, str, int]]) -> DataFr
         FROM {{aligned}} a INNER JOIN (VALUES {values}) AS c(spec_id, program_id, until)
           ON a.spec_id = c.spec_id AND a.program_id = c.program_id
         WHERE a.step <= c.until""", aligned=aligned)
+
+
+# -- check: the verdicts of traces.check, one row per program --------------------------------------
+VERDICT_COUNT_COLUMNS = ("spec_id", "verdict", "guarantee", "reason", "programs", "events")
+VERDICT_SIGNATURE_COLUMNS = ("signature", "verdict", "guarantee", "reason", "detail_class", "programs", "specs",
+                             "representative_spec", "representative_program", "representative_step",
+                             "representative_steps", "representative_detail")
+
+
+def verdict_counts(verdicts: DataFrame) -> DataFrame:
+    """Programs and events per (spec, verdict, guarantee, unknown's reason): every count a summary
+    shows is a sum of these rows."""
+    return _sql(verdicts, """
+        SELECT spec_id, verdict, guarantee, reason, count(1) AS programs, CAST(sum(steps) AS BIGINT) AS events
+        FROM {verdicts} GROUP BY spec_id, verdict, guarantee, reason""", verdicts=verdicts)
+
+
+def verdict_signatures(verdicts: DataFrame) -> DataFrame:
+    """The programs that do not conform grouped by signature, with a count, the number of specs
+    showing it, and its shortest program: the one whose anomaly comes first (fewest steps up to it;
+    ties: spec, then program id)."""
+    return _sql(verdicts, """
+        SELECT signature, verdict, guarantee, reason, detail_class, programs, specs,
+               rep.spec_id AS representative_spec, rep.program_id AS representative_program,
+               rep.step AS representative_step, rep.steps AS representative_steps, rep.detail AS representative_detail
+        FROM (SELECT signature, verdict, guarantee, reason, detail_class, count(1) AS programs,
+                     CAST(count(DISTINCT spec_id) AS BIGINT) AS specs,
+                     min(named_struct('length', coalesce(step, -1) + 1, 'spec_id', spec_id, 'program_id', program_id,
+                                      'step', step, 'steps', steps, 'detail', detail)) AS rep
+              FROM {verdicts} WHERE verdict <> 'conforms'
+              GROUP BY signature, verdict, guarantee, reason, detail_class)""", verdicts=verdicts)

@@ -129,6 +129,7 @@ def _finish(spark: SparkSession, out: Path, corpus: c.Corpus, target: TargetSpec
     totals = (spark.read.schema(c.s.PROGRAM_SCHEMA).parquet(str(out / c.PROGRAMS))
               .agg(F.count(F.lit(1)).alias("programs"), F.sum("steps").alias("events")).collect()[0])
     manifest = {"format": c.FORMAT, "kind": "recorded", "source": str(corpus.path), "target": target.describe(),
+                "target_name": target.name, "replay_args": target.replay_args(),  # for a check's reproductions
                 "specs": corpus.manifest.get("specs", {}), "programs": totals.programs, "events": int(totals.events or 0),
                 "seconds_last_run": round(time.monotonic() - started, 2), c.CHECKSUMS: c.file_checksums(out)}
     c.write_json(out / c.MANIFEST, manifest)

@@ -37,6 +37,8 @@ def describe_op(op: o.Op) -> str:
             return "restart broker"
         case o.Crash():
             return "crash broker (kill -9)"
+        case o.CrashClient():
+            return "crash client (kill -9)"
         case o.ReadCursor():
             return "read cursor"
     raise TypeError(f"unknown op {op!r}")

@@ -24,6 +24,7 @@ OP_KINDS: dict[type, str] = {
     o.AcknowledgeCumulative: "acknowledge_cumulative", o.NegativeAcknowledge: "negative_acknowledge",
     o.RedeliverUnacknowledgedMessages: "redeliver_unacknowledged_messages", o.Close: "close", o.Seek: "seek",
     o.Tick: "tick", o.Unload: "unload", o.Restart: "restart", o.Crash: "crash", o.ReadCursor: "read_cursor",
+    o.CrashClient: "crash_client",
 }
 OP_TYPES = {kind: op_type for op_type, kind in OP_KINDS.items()}
 

@@ -119,12 +119,19 @@ class Crash:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class CrashClient:
+    """`kill -9` of the client's process: every consumer and producer of the program's client is
+    gone at once, its grouped acks unflushed and its trackers (nack, ack timeout) dropped; the
+    program goes on with a new client on the same topic, whose consumers subscribe again."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ReadCursor:
     """Read the subscription's cursor from the broker (internalStats)."""
 
 
 Op = (Send | Subscribe | Receive | Acknowledge | AcknowledgeCumulative | NegativeAcknowledge
-      | RedeliverUnacknowledgedMessages | Close | Seek | Tick | Unload | Restart | Crash | ReadCursor)
+      | RedeliverUnacknowledgedMessages | Close | Seek | Tick | Unload | Restart | Crash | CrashClient | ReadCursor)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

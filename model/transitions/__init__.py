@@ -14,7 +14,8 @@ The modules, one idea each:
 - redelivery.py: negative_acknowledge, redeliver_unacknowledged_messages, ack timeouts, batch
   entries coming back, dead-letter routing;
 - consumers.py: send, subscribe, close, the Failover switch and pause, Key_Shared binding;
-- reopen.py: unload, restart, crash, seek.
+- reopen.py: unload, restart, crash, seek;
+- client_crash.py: crash_client, the client's process killed with its grouped acks unflushed.
 
 This module also keeps the clock: time only moves forward, and a redelivery window whose end has
 passed has certainly delivered.
@@ -27,6 +28,7 @@ from collections.abc import Callable
 from model import ops as o
 from model.state import ACKED, AVAILABLE, HELD, State, replace_messages
 from model.transitions.acks import acknowledge, acknowledge_cumulative, flush_acks, read_cursor
+from model.transitions.client_crash import crash_client
 from model.transitions.consumers import close, send, subscribe
 from model.transitions.receive import receive
 from model.transitions.redelivery import ack_timeouts_open, negative_acknowledge, redeliver
@@ -81,6 +83,7 @@ _TRANSITIONS: dict[type, Callable[[State, o.Op, o.Completion], Result]] = {
     o.Unload: _unload_or_restart,
     o.Restart: _unload_or_restart,
     o.Crash: _crash,
+    o.CrashClient: crash_client,
     o.ReadCursor: read_cursor,
 }
 

@@ -114,31 +114,39 @@ def close(state: State, op: o.Close, completion: o.Completion) -> Result:
     if state.consumer(op.consumer) is None:
         raise ValueError(f"close of {op.consumer}, which is not connected: the program is malformed")
     state = flush_acks(state, op.consumer)
-    remaining = [c for c in state.connected() if c.name != op.consumer]
+    held = {m.id.entry for m in state.messages if m.status is HELD and m.holder == op.consumer}
+    return leave(state, frozenset({op.consumer}), owed_entries=held)
+
+
+def leave(state: State, leaving: frozenset[str], *, owed_entries: set[int] | None) -> State:
+    """Connected consumers leave the subscription (a close, after its flush; or a client crash,
+    all of them at once): the broker removes each (the dispatcher's removeConsumer) and hands what
+    is pending on it to the consumers that stay. `owed_entries`: the partly acked batch entries that
+    must come back whole (None: every one; see entries_come_back)."""
+    remaining = [c for c in state.connected() if c.name not in leaving]
     tracked = state.spec.subscription_type.tracks_redelivery_count
     # The closed consumer's held messages go to the others with their redelivery count unchanged,
     # not +1 as apache/pulsar#5895 suggests (shown by test_fidelity_broker::
     # test_closing_a_shared_consumer_moves_its_held_messages_to_the_others_uncounted).
-    changed = {m.id: _handed_back(state, m) for m in state.messages if m.status is HELD and m.holder == op.consumer}
+    changed = {m.id: _handed_back(state, m) for m in state.messages if m.status is HELD and m.holder in leaving}
     # A partly acked batch must come back only if the closing consumer had it (shown by history
     # broker-partial-batch-of-another-consumer-not-back-at-close.redelivery_count_and_dead_letter-Shared-dlq1).
-    closers_entries = {message_id.entry for message_id in changed}
     if tracked:
         # A message another consumer holds as the model has it may have a copy in this one's
         # application too: the close hands that copy back, with its count (shown by history
         # broker-other-applications-copy-back-at-its-close.redelivery_count_and_dead_letter-Shared).
         changed.update({m.id: m.with_(extra_deliveries=m.extra_deliveries + 1) for m in state.messages
-                        if m.status is HELD and m.held_by_two_consumers and m.holder != op.consumer})
+                        if m.status is HELD and m.held_by_two_consumers and m.holder not in leaving})
     if remaining:
         # Messages in the closed consumer's receiver queue go to the others, out of publish order.
         changed.update({m.id: m.with_(never_dispatched=False) for m in state.messages
                         if m.status is AVAILABLE and m.never_dispatched})
     # Any batch entry not yet deleted may have been pending on this consumer, its receiver queue
     # included (shown by history broker-partly-acked-batch-back-after-close.individual_ack-Shared-latest).
-    state = entries_come_back(replace_messages(state, changed), set(range(len(state.entries))), owed=closers_entries)
+    state = entries_come_back(replace_messages(state, changed), set(range(len(state.entries))), owed=owed_entries)
     # What its client skipped after a seek is owed to the others now.
     state = replace_messages(state, {m.id: m.with_(skipped_by=None) for m in state.messages
-                                     if m.skipped_by == op.consumer})
+                                     if m.skipped_by in leaving})
     if tracked and not remaining:
         # The last consumer is gone: the dispatcher drops its redelivery tracker, counts restart at 0
         # (shown by test_fidelity_broker::
@@ -148,8 +156,8 @@ def close(state: State, op: o.Close, completion: o.Completion) -> Result:
         state = failover_may_switch(state)
     else:
         state = unstall(state)  # the next consumer starts from markDeletePosition
-    consumers = tuple(c.with_(connected=False) if c.name == op.consumer and c.connected else c for c in state.consumers)
-    owners = tuple(b for b in state.key_owners if b[1] != op.consumer)
+    consumers = tuple(c.with_(connected=False) if c.name in leaving and c.connected else c for c in state.consumers)
+    owners = tuple(b for b in state.key_owners if b[1] not in leaving)
     return state.with_(consumers=consumers, key_owners=owners, cursor=cur.rewind(state.cursor) if not remaining else state.cursor)
 
 

@@ -1,0 +1,44 @@
+"""The faults of the generated programs, and the windows each is there to hit.
+
+A fault tried is not a fault reached (Jepsen's nemesis, etcd's robustness tests count both): a
+client crash with nothing held and every ack flushed shows nothing a close does not. Each fault
+names the windows it can hit; `windows_reached` says which of them one fault op hit, from the
+model's state before it and the history so far, so that a run can report how many of its programs
+reached each window, not only how many tried.
+
+- `crash_client` (model/transitions/client_crash.py): an *unflushed ack*, an ack the model still
+  has pending, made within the ack grouping time before the crash, so that the client's
+  grouping tracker had not sent it on its timer yet; *held unacknowledged*, a message a
+  connected consumer's application holds, which must come back with the count the broker gives.
+"""
+
+from __future__ import annotations
+
+from model import ops as o
+from model.state import HELD, State
+
+CRASH_CLIENT = "crash_client"
+UNFLUSHED_ACK = "unflushed ack"
+HELD_UNACKNOWLEDGED = "held unacknowledged"
+# Each fault's op kind (model/history.py's name) and the windows it can reach, in report order.
+WINDOWS: dict[str, tuple[str, ...]] = {CRASH_CLIENT: (UNFLUSHED_ACK, HELD_UNACKNOWLEDGED)}
+FAULT_OPS: dict[type, str] = {o.CrashClient: CRASH_CLIENT}
+_ACKS = (o.Acknowledge, o.AcknowledgeCumulative)
+
+
+def windows_reached(state: State, op: o.Op, at: int, history: list[tuple[o.Op, o.Completion]]) -> tuple[str, ...]:
+    """The windows of `op`'s fault it reached when it completed at `at` in `state` (the model's
+    state before it), `history` the ops before it. Empty for an op that is no fault."""
+    if FAULT_OPS.get(type(op)) != CRASH_CLIENT:
+        return ()
+    connected = [c for c in state.consumers if c.connected]
+    reached = []
+    last_ack = next((c.at for past, c in reversed(history) if isinstance(past, _ACKS) and c.outcome is o.Outcome.OK),
+                    None)
+    if any(c.pending_acks for c in connected) and last_ack is not None \
+            and at - last_ack <= state.spec.ack_grouping_ms:
+        reached.append(UNFLUSHED_ACK)
+    names = {c.name for c in connected}
+    if any(m.status is HELD and m.holder in names for m in state.messages):
+        reached.append(HELD_UNACKNOWLEDGED)
+    return tuple(reached)

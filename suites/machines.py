@@ -26,8 +26,10 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule, run_state_machine_as_test
 
 from fixtures.targets.lockstep import ConformanceFailure, Lockstep
+from fixtures.targets.protocol import faults_performed
 from model import ops as o
 from model.describe import describe_completion, describe_op
+from model.faults import WINDOWS
 from model.spec import Spec
 from model.vocabulary import CANDIDATES, candidates
 from reports.vocabulary import HARNESS_ERROR, kind_of_error
@@ -231,6 +233,7 @@ def run_conformance(target, spec: Spec, program_ids, *, kinds=ALL_KINDS, setting
     or typed outcome (a client crash, a timeout) seen is raised, the complaint as its cause."""
     # Only a target that says so is replayed as deterministic (the model and its faulty variants).
     deterministic = bool(getattr(getattr(target, "target", target), "deterministic", False))
+    kinds = performable(kinds, target)
     failures: list[BaseException] = []  # broken guarantees and typed outcomes, in the order seen
     machine = conformance_machine(target, spec, program_ids, kinds=kinds, drain_idle_ms=drain_idle_ms,
                                   deterministic=deterministic, on_failure=failures.append)
@@ -252,6 +255,13 @@ def run_conformance(target, spec: Spec, program_ids, *, kinds=ALL_KINDS, setting
         if failures:
             raise failures[0] from flaky
         raise
+
+
+def performable(kinds: tuple[str, ...], target) -> tuple[str, ...]:
+    """The kinds a program on `target` may use: a fault (model/faults.py) only if the target
+    performs it (a client in process cannot be killed, nor can a broker that lives in its driver)."""
+    performed = faults_performed(target)
+    return tuple(k for k in kinds if k not in WINDOWS or k in performed)
 
 
 def as_run(spec: Spec, target) -> Spec:

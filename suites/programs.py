@@ -23,7 +23,7 @@ from model import ops as o
 from model.simulate import pick_delivery
 from model.spec import Spec
 from model.state import Status
-from model.vocabulary import boundary_ticks, candidates
+from model.vocabulary import CONSUMER_NAMES, boundary_ticks, candidates
 
 DRAIN = "drain"
 # Drain every consumer but one (`Step.idle`), which takes nothing meanwhile: what does not fit in
@@ -87,11 +87,18 @@ def perform(run: Lockstep, op: o.Op) -> tuple[o.Op, o.Completion]:
 
 def settle(run: Lockstep, drain_idle_ms: int) -> None:
     """The machine's teardown: let every open redelivery window close, then drain: nothing owed
-    may be missing."""
+    may be missing. A program whose client crashed and that has no consumer since subscribes one
+    first: what the crashed client held must come back to the next client."""
     state = next(iter(run.verdict.states)) if run.verdict.ok else None
-    if state is None or not state.connected():
+    if state is None:
         return
-    run.begin("teardown")
+    crashed = any(isinstance(op, o.CrashClient) for op, _ in run.history)
+    if not state.connected() and not crashed:
+        return
+    run.begin(TEARDOWN)
+    if not state.connected():
+        perform(run, o.Subscribe(consumer=CONSUMER_NAMES[0]))
+        state = next(iter(run.verdict.states))
     waits = [m.redelivery_by - state.now for m in state.messages
              if m.status is Status.HELD and m.redelivery_by is not None]
     waits += [state.paused_until - state.now] if state.paused_until > state.now else []

@@ -95,10 +95,28 @@ def summary_markdown(summary: Summary, *, failures_dir: str | None = None) -> st
     lines = [f"## Pulsar ack conformance: {headline}", "", run_line(summary), "", totals_line(summary), ""]
     lines += matrix_table(summary) + [""]
     lines += ["### By guarantee", ""] + guarantee_table(summary) + [""]
+    lines += fault_list(summary)
     lines += _failure_list(summary, failures_dir)
     lines += _reason_list(summary, UNKNOWN, "Unknown (never a pass)")
     lines += _reason_list(summary, NOT_APPLICABLE, "Not applicable")
     return "\n".join(lines).rstrip() + "\n"
+
+
+def fault_list(summary: Summary) -> list[str]:
+    """Per test whose programs could use a fault: how many performed it and how many reached each
+    of its windows; a window no program reached, or a fault the target cannot perform, said as such."""
+    lines = []
+    for r in summary.results:
+        for fault, tally in sorted((r.faults or {}).items()):
+            if not tally.get("performable", True):
+                lines.append(f"- **{r.area} [{r.spec_id}]** `{fault}`: not performed, the target cannot")
+                continue
+            windows = [k for k in tally if k not in ("performable", "programs", "ops")]
+            reached = ", ".join(f"{k} in {tally[k]}" if tally[k] else f"{k} **never reached**" for k in windows)
+            lines.append(f"- **{r.area} [{r.spec_id}]** `{fault}` in {tally.get('programs', 0)} of "
+                         f"{r.examples if r.examples is not None else '?'} programs ({tally.get('ops', 0)} times)"
+                         + (f"; reached: {reached}" if reached else ""))
+    return ["### Faults reached", ""] + lines + [""] if lines else []
 
 
 def _failure_list(summary: Summary, failures_dir: str | None) -> list[str]:

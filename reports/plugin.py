@@ -7,8 +7,9 @@ verdict (reports/vocabulary.py: passed; failed; unknown, with its reason and the
 when the check was undecided, the client crashed or the test errored for a reason other than a
 conformance failure; not applicable, a skip with its reason), the broken guarantee with its
 detail, the guarantees the test can break (its `guarantee` marks: the root conftest gives each
-conformance test its catalog check's guarantees), and how many programs and ops ran (counted on
-the `target` fixture's `reset` and `invoke`). At the end of the session it writes under
+conformance test its catalog check's guarantees), how many programs and ops ran (counted on
+the `target` fixture's `reset` and `invoke`), and for each fault its programs could use how many
+performed it and reached each of its windows (the `target` fixture's `faults_reached`). At the end of the session it writes under
 `--reports-dir` (default reports/out):
 
 - `summary.json`: the run and the matrix (reports/results.py), what the gate and the comparison read;
@@ -239,6 +240,9 @@ class ConformanceReports:
             counts = item.stash.get(COUNTS, None)
             record.update(duration_s=round(report.duration, 3),
                           examples=counts.examples if counts else None, steps=counts.steps if counts else None)
+            faults = getattr(getattr(item, "funcargs", {}).get("target"), "faults_reached", None)
+            if faults:
+                record["faults"] = {fault: dict(tally) for fault, tally in faults.items()}
         return record
 
     def _describe(self, item: pytest.Item) -> dict:

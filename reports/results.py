@@ -70,6 +70,10 @@ class Result:
     examples: int | None = None  # programs run, shrinking included
     steps: int | None = None  # ops run
     duration_s: float | None = None
+    # The faults its programs could use (model/faults.py): fault -> {"performable": the target
+    # performs it, "programs": how many performed it, "ops": how often, <window>: how many of
+    # those programs reached it}. None: the check has none.
+    faults: dict | None = None
 
     @property
     def guarantees(self) -> frozenset[str]:
@@ -296,6 +300,9 @@ def _result_of(item: object, where: str) -> Result:
         if not isinstance(v, dict) or not isinstance(v.get("guarantee"), str) or set(v) - known:
             raise InputError(f"{where}: violations[{j}] must be an object with a \"guarantee\" and a \"detail\"")
         violations.append(ReportedViolation(**{"detail": "", **v}))
+    faults = item.get("faults")
+    if faults is not None and not (isinstance(faults, dict) and all(isinstance(t, dict) for t in faults.values())):
+        raise InputError(f"{where}: \"faults\" must be an object of one object per fault")
     can_break = item.get("can_break")
     if can_break is not None and not (isinstance(can_break, list) and all(isinstance(g, str) for g in can_break)):
         raise InputError(f"{where}: \"can_break\" must be a list of guarantees")

@@ -23,7 +23,16 @@ HELD_UNACKNOWLEDGED = "held unacknowledged"
 # Each fault's op kind (model/history.py's name) and the windows it can reach, in report order.
 WINDOWS: dict[str, tuple[str, ...]] = {CRASH_CLIENT: (UNFLUSHED_ACK, HELD_UNACKNOWLEDGED)}
 FAULT_OPS: dict[type, str] = {o.CrashClient: CRASH_CLIENT}
+# The op kinds a program needs for a window to be reachable at all (one of them).
+NEEDS: dict[str, tuple[str, ...]] = {UNFLUSHED_ACK: ("acknowledge", "acknowledge_cumulative"),
+                                     HELD_UNACKNOWLEDGED: ("receive",)}
 _ACKS = (o.Acknowledge, o.AcknowledgeCumulative)
+
+
+def windows_for(fault: str, kinds: tuple[str, ...]) -> tuple[str, ...]:
+    """The windows of `fault` a program of these op kinds can reach (a check without an ack op
+    has no unflushed ack to crash on)."""
+    return tuple(w for w in WINDOWS[fault] if set(NEEDS[w]) & set(kinds))
 
 
 def windows_reached(state: State, op: o.Op, at: int, history: list[tuple[o.Op, o.Completion]]) -> tuple[str, ...]:

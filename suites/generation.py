@@ -11,7 +11,9 @@ boundary ticks.
   pending (the client's ack grouping), the cursor has holes, or copies may sit in receiver queues.
   Under a dead-letter policy a nack is worth more while a held message is not nacked yet, and a
   held message that came back counted is offered more often: its nack brings it nearer the
-  dead-letter topic.
+  dead-letter topic. A client crash is a fault: it starts below the others and is worth more
+  only inside its windows (model/faults.py), most while acks are pending, so that programs reach
+  them without being made of crashes (each costs a new client process on a broker).
 - Boundary ticks: a tick lands just before, on or just after a bound of a window open now
   (`model.vocabulary.boundary_ticks`: the nack delay and its tick, the ack timeout and its tick,
   a rewind, the Failover pause), not only past every window.
@@ -43,6 +45,7 @@ KNOBS = {
 }
 FEW_KEYS = frozenset(KEYS[:2])
 BASE_WEIGHT = 2
+CRASH_WEIGHT = 1  # a client crash outside its windows: half what any other kind is worth
 TICKETS = 1 << 12  # the range of the draw that picks a kind by weight
 # Under a dead-letter policy: how many more copies of a counted held message a nack's candidates
 # carry, and half the nack's weight bonus while a held message is not nacked yet.
@@ -138,6 +141,8 @@ def weight(state: State, kind: str) -> int:
         return BASE_WEIGHT + 4 * any(m.status is AVAILABLE for m in state.messages)
     if kind in ("send", "subscribe", "receive", DRAIN, "acknowledge"):
         return BASE_WEIGHT
+    if kind == "crash_client":
+        return CRASH_WEIGHT + 3 * any(c.pending_acks for c in state.consumers) + bool(_held(state))
     held = _held(state)
     pending = any(c.pending_acks for c in state.consumers)
     queued = _queued(state)

@@ -4,7 +4,9 @@ on, and the guarantees (model/guarantees.py) it can break.
 Each `Check` becomes one test per spec (suites/conformance/test_*.py), and the suite's own quality
 run (suites/quality) runs the same list against every faulty target. A focused vocabulary finds a
 fault in fewer examples than all ops at once, so every area lists only the ops it is about plus
-what it needs to get there (send, subscribe, receive; `drain` is always there).
+what it needs to get there (send, subscribe, receive; `drain` is always there). A client crash
+(`crash_client`, model/faults.py) is in the programs of the checks whose guarantees it puts to the
+test (acks in doubt, redelivery counts, the dead-letter topic), on targets that can perform it.
 
 Every program runs in lock-step with the whole model, so a check can break any guarantee its ops
 and specs can reach: `EVERY_PROGRAM` (what send, subscribe, receive, a redelivery and the final
@@ -50,10 +52,10 @@ class Check:
 
 
 CHECKS = (
-    Check(area="individual_ack", kinds=BASE + ("acknowledge", "read_cursor", "close"),
+    Check(area="individual_ack", kinds=BASE + ("acknowledge", "read_cursor", "close", "crash_client"),
           specs={**ALL_TYPES, "Shared-latest": SHARED.with_(initial_position=InitialPosition.LATEST)},
           guarantees=EVERY_PROGRAM | ACKS | {G.CURSOR, G.EXCLUSIVE, G.KEY_SHARED_STICKINESS}),
-    Check(area="cumulative_ack", kinds=BASE + ("acknowledge_cumulative", "close", "read_cursor"),
+    Check(area="cumulative_ack", kinds=BASE + ("acknowledge_cumulative", "close", "read_cursor", "crash_client"),
           specs=ALL_TYPES,
           guarantees=EVERY_PROGRAM | ACKS | {G.CURSOR, G.EXCLUSIVE, G.KEY_SHARED_STICKINESS,
                                              G.CUMULATIVE_REFUSED_ON_SHARED}),
@@ -68,7 +70,7 @@ CHECKS = (
           guarantees=EVERY_PROGRAM | ACKS | {G.EXCLUSIVE, G.KEY_SHARED_STICKINESS}),
     # No acknowledge op: a message goes to the dead-letter topic acknowledged, so it must not come back.
     Check(area="redelivery_count_and_dead_letter",
-          kinds=BASE + ("negative_acknowledge", "redeliver_unacknowledged_messages", "close", "tick"),
+          kinds=BASE + ("negative_acknowledge", "redeliver_unacknowledged_messages", "close", "tick", "crash_client"),
           specs={"Shared": SHARED, "Shared-dlq1": SHARED.with_(max_redeliver_count=1),
                  "Key_Shared-dlq2": KEY_SHARED.with_(max_redeliver_count=2), "Exclusive": EXCLUSIVE},
           guarantees=EVERY_PROGRAM | {G.DEAD_LETTER, G.NO_REDELIVERY_AFTER_ACK, G.EXCLUSIVE,
@@ -77,7 +79,7 @@ CHECKS = (
     # redeliver_unacknowledged_messages (Go) is checked on its dead-letter policy too. No close: a
     # cheap program spends its steps on nacks (Shared-dlq2: counts 0, 1, 2, then the dead-letter
     # topic; Key_Shared-dlq1: there at the second nack).
-    Check(area="dead_letter_by_nack", kinds=BASE + ("negative_acknowledge", "tick"),
+    Check(area="dead_letter_by_nack", kinds=BASE + ("negative_acknowledge", "tick", "crash_client"),
           specs={"Shared-dlq2": SHARED.with_(max_redeliver_count=2),
                  "Key_Shared-dlq1": KEY_SHARED.with_(max_redeliver_count=1)},
           guarantees=EVERY_PROGRAM | {G.DEAD_LETTER, G.NO_REDELIVERY_AFTER_ACK, G.KEY_SHARED_STICKINESS}),
@@ -99,9 +101,11 @@ CHECKS = (
           guarantees=EVERY_PROGRAM | ACKS | {G.RECEIVER_QUEUE}),
     # Restart and crash are checked by suites/broker/test_persistence.py and test_ack_receipts.py:
     # inside generated programs they would restart the session's shared broker once per example.
-    # With ack receipts an `ok` acknowledge is in the cursor at once and an unload keeps it: checked
-    # for the clients that declare `ack_receipts` (the Java client), not applicable for the others.
-    Check(area="persistence", kinds=BASE + ("acknowledge", "acknowledge_cumulative", "read_cursor", "unload"),
+    # With ack receipts an `ok` acknowledge is in the cursor at once and an unload or a client crash
+    # keeps it: checked for the clients that declare `ack_receipts` (the Java client), not applicable
+    # for the others.
+    Check(area="persistence",
+          kinds=BASE + ("acknowledge", "acknowledge_cumulative", "read_cursor", "unload", "crash_client"),
           specs={"Exclusive": EXCLUSIVE, "Shared": SHARED,
                  "Exclusive-ack-receipts": EXCLUSIVE.with_(ack_receipts=True)},
           guarantees=EVERY_PROGRAM | ACKS | {G.CURSOR, G.EXCLUSIVE, G.CUMULATIVE_REFUSED_ON_SHARED}),

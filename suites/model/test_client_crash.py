@@ -12,7 +12,7 @@ import pytest
 
 from model import cursor as cur
 from model import ops as o
-from model.faults import HELD_UNACKNOWLEDGED, UNFLUSHED_ACK, windows_reached
+from model.faults import CRASH_CLIENT, HELD_UNACKNOWLEDGED, UNFLUSHED_ACK, windows_for, windows_reached
 from model.guarantees import Guarantee
 from model.nondet import apply, check_nothing_lost, start
 from model.spec import Spec, SubscriptionType
@@ -122,3 +122,9 @@ def test_the_windows_a_crash_reached():
                              (o.Subscribe(consumer="c0"), o.ok())]
     assert windows_reached(_state(SHARED, nothing), o.CrashClient(), 0, nothing) == ()
     assert windows_reached(state, o.Close(consumer="c0"), 10, history) == ()
+
+
+def test_a_check_is_offered_only_the_windows_its_ops_can_reach():
+    assert windows_for(CRASH_CLIENT, ("send", "subscribe", "receive", "acknowledge")) == (UNFLUSHED_ACK,
+                                                                                          HELD_UNACKNOWLEDGED)
+    assert windows_for(CRASH_CLIENT, ("send", "subscribe", "receive", "negative_acknowledge")) == (HELD_UNACKNOWLEDGED,)

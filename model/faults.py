@@ -35,9 +35,11 @@ def windows_for(fault: str, kinds: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(w for w in WINDOWS[fault] if set(NEEDS[w]) & set(kinds))
 
 
-def windows_reached(state: State, op: o.Op, at: int, history: list[tuple[o.Op, o.Completion]]) -> tuple[str, ...]:
-    """The windows of `op`'s fault it reached when it completed at `at` in `state` (the model's
-    state before it), `history` the ops before it. Empty for an op that is no fault."""
+def windows_reached(state: State, op: o.Op, history: list[tuple[o.Op, o.Completion]]) -> tuple[str, ...]:
+    """The windows of `op`'s fault it reached in `state`, the model's state before it, `history`
+    the ops before it. The fault strikes when it is invoked, right after the last completion
+    (`state.now`): how long it takes to complete (a new client process to start) does not count.
+    Empty for an op that is no fault."""
     if FAULT_OPS.get(type(op)) != CRASH_CLIENT:
         return ()
     connected = [c for c in state.consumers if c.connected]
@@ -45,7 +47,7 @@ def windows_reached(state: State, op: o.Op, at: int, history: list[tuple[o.Op, o
     last_ack = next((c.at for past, c in reversed(history) if isinstance(past, _ACKS) and c.outcome is o.Outcome.OK),
                     None)
     if any(c.pending_acks for c in connected) and last_ack is not None \
-            and at - last_ack <= state.spec.ack_grouping_ms:
+            and state.now - last_ack <= state.spec.ack_grouping_ms:
         reached.append(UNFLUSHED_ACK)
     names = {c.name for c in connected}
     if any(m.status is HELD and m.holder in names for m in state.messages):

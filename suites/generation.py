@@ -12,8 +12,10 @@ boundary ticks.
   Under a dead-letter policy a nack is worth more while a held message is not nacked yet, and a
   held message that came back counted is offered more often: its nack brings it nearer the
   dead-letter topic. A client crash is a fault: it starts below the others and is worth more
-  only inside its windows (model/faults.py), most while acks are pending, so that programs reach
-  them without being made of crashes (each costs a new client process on a broker).
+  only inside its windows (model/faults.py), most right after an acknowledge whose ack is still
+  pending (on a broker the client flushes it within the ack grouping time, so only a crash that
+  follows at once finds it unflushed), so that programs reach them without being made of
+  crashes (each costs a new client process on a broker).
 - Boundary ticks: a tick lands just before, on or just after a bound of a window open now
   (`model.vocabulary.boundary_ticks`: the nack delay and its tick, the ack timeout and its tick,
   a rewind, the Failover pause), not only past every window.
@@ -46,6 +48,7 @@ KNOBS = {
 FEW_KEYS = frozenset(KEYS[:2])
 BASE_WEIGHT = 2
 CRASH_WEIGHT = 1  # a client crash outside its windows: half what any other kind is worth
+JUST_ACKED = 8  # what a client crash is worth more right after an acknowledge left an ack pending
 TICKETS = 1 << 12  # the range of the draw that picks a kind by weight
 # Under a dead-letter policy: how many more copies of a counted held message a nack's candidates
 # carry, and half the nack's weight bonus while a held message is not nacked yet.
@@ -134,15 +137,17 @@ def options(state: State, kind: str, generation: Generation, swarm: Swarm) -> tu
     return offered
 
 
-def weight(state: State, kind: str) -> int:
-    """How much a kind is worth in `state`: more when there is something for it to act on."""
+def weight(state: State, kind: str, *, just_acked: bool = False) -> int:
+    """How much a kind is worth in `state`: more when there is something for it to act on.
+    `just_acked`: the last op of the program was an acknowledge."""
     if kind == DRAIN_OTHERS:
         # Worth more while there is something for the idle consumer's receiver queue to hold back.
         return BASE_WEIGHT + 4 * any(m.status is AVAILABLE for m in state.messages)
     if kind in ("send", "subscribe", "receive", DRAIN, "acknowledge"):
         return BASE_WEIGHT
     if kind == "crash_client":
-        return CRASH_WEIGHT + 3 * any(c.pending_acks for c in state.consumers) + bool(_held(state))
+        pending = any(c.pending_acks for c in state.consumers if c.connected)
+        return CRASH_WEIGHT + JUST_ACKED * (just_acked and pending) + bool(_held(state))
     held = _held(state)
     pending = any(c.pending_acks for c in state.consumers)
     queued = _queued(state)

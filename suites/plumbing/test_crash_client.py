@@ -19,6 +19,7 @@ from model import ops as o
 from model.spec import Spec
 from fixtures.targets.lockstep import ConformanceFailure
 from model.guarantees import Guarantee
+from suites import generation as gen
 from suites.machines import performable
 from suites.programs import Step, run_program
 
@@ -139,3 +140,14 @@ def test_a_program_that_ends_with_a_crash_subscribes_in_its_teardown_and_checks_
     assert lost.value.violation.guarantee is Guarantee.NO_LOSS
     kinds = [type(op) for op, _ in lost.value.history]
     assert kinds[kinds.index(o.CrashClient) + 1] is o.Subscribe
+
+
+def test_a_crash_is_worth_most_right_after_an_acknowledge_left_an_ack_pending():
+    target = ModelTarget()
+    target.reset(Spec(), "weights")
+    for op in (o.Send(), o.Send(), o.Subscribe(consumer="c0"), o.Receive(consumer="c0"), o.Receive(consumer="c0")):
+        target.invoke(op)
+    held = gen.weight(target.state, "crash_client")
+    target.invoke(o.Acknowledge(consumer="c0", message=o.MessageId(0)))
+    assert gen.weight(target.state, "crash_client", just_acked=True) > gen.weight(target.state, "crash_client") == held
+    assert gen.weight(target.state, "crash_client") <= gen.weight(target.state, "send")

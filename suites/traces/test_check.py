@@ -17,7 +17,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from model.history import Event, to_json_line
+from model.history import Event, spec_id, to_json_line
 from model.spec import Spec, SubscriptionType
 from reports.signatures import detail_class
 from suites.replay import stored
@@ -34,7 +34,7 @@ STEPS = 50
 # Ops after which a second copy of a message has a cause (or the cursor moves back): an altered
 # delivery is put only in a program that has none of them before it.
 CAUSES = {"redeliver_unacknowledged_messages", "negative_acknowledge", "close", "seek", "unload", "restart", "crash"}
-VERDICT = ("program_id", "verdict", "guarantee", "reason", "step")
+SHARED_ID, EXCLUSIVE_ID = spec_id(SHARED), spec_id(EXCLUSIVE)
 
 
 def _receive(consumer: str, at: int, entry: int, index: int) -> dict:
@@ -138,6 +138,9 @@ def test_each_altered_event_is_found_at_its_step(altered):
     assert {r["guarantee"]: r["violation"] for r in summary["per_guarantee"]} == {
         "no-redelivery-after-ack": 1, "no-duplicate-without-cause": 2, "no-phantom": 2}
     assert summary["unknown_reasons"] == {"harness": 1, "malformed": 2}
+    phantoms = {(r["spec_id"], r["programs"]) for r in summary["counts"] if r["guarantee"] == "no-phantom"}
+    assert phantoms == {(SHARED_ID, 1), (EXCLUSIVE_ID, 1)}
+    assert sum(r["programs"] for r in summary["counts"]) == len(altered["programs"])
 
 
 def test_violations_are_grouped_by_guarantee_and_detail_class(altered):

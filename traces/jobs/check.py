@@ -7,7 +7,8 @@ executors (traces.check), one verdict per program, and what they add up to.
                                programs, specs, the shortest program
     <out>/reproductions/       the shortest program of each violation signature, as a conformance
                                failure is written (traces.reproduce)
-    <out>/summary.json         counts per verdict, spec, guarantee and unknown reason; the signatures
+    <out>/summary.json         counts per verdict, spec, guarantee and unknown reason (and per
+                               combination of them: `counts`); the signatures
     <out>/summary.md           the same for people
 
 Plan: the corpus's events without the spec column (its JSON goes to the executors once per spec
@@ -136,6 +137,7 @@ def run(spark: SparkSession, source: str | Path, out: str | Path, *, overwrite: 
             "corpus": {"path": str(corpus.path), "kind": corpus.manifest.get("kind", "events"),
                        "target": recorder.name if recorder.said else None},
             "programs": sum(totals["verdicts"].values()), "events": events, **totals,
+            "counts": sorted(counts, key=lambda r: tuple(str(r[k] or "") for k in t.VERDICT_COUNT_COLUMNS[:4])),
             "signature_count": table.num_rows, "signatures": signatures,
             "partitions": partitions, "check_seconds": round(checked - started, 2),
             "seconds": round(time.monotonic() - started, 2),

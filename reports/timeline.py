@@ -5,7 +5,8 @@ column per event; a producer lane with the sends (each entry in its own colour, 
 one lane per consumer with its subscribe, receives (message and redelivery count; a second ring
 and a dashed link from the previous delivery when the message comes again), acks, cumulative
 acks, nacks, redelivery requests, seeks and close, the consumer's connected time as a band; a
-broker lane for waits, unloads, restarts and crashes; and, for every cursor read, a column of the
+client crash on the producer lane, ending every consumer's band; a broker lane for waits, unloads,
+restarts and crashes; and, for every cursor read, a column of the
 topic's entries: acknowledged up to markDeletePosition, individually deleted above it, the holes
 between, with markDeletePosition as a line across reads. `render(timeline)` draws it as inline SVG
 (no scripts, no external references; each event is a `<g class="ev">` with a tooltip);
@@ -111,6 +112,12 @@ def layout(events, *, violation: tuple[str, str, bool] | None = None) -> Timelin
             else:
                 marks.append(Mark(step=i, lane="broker" if "broker" in lanes else "producer", kind="read_cursor",
                                   label="cursor?", failed=True, title=title, color=FAIL))
+        elif e.op == "crash_client":
+            # The client's process is gone: its producer (this lane) and every consumer's session.
+            marks.append(Mark(step=i, lane="producer", kind="crash", label="client crash", failed=failed,
+                              title=title, color=FAIL))
+            sessions += [(c, start, i) for c, start in connected.items()]
+            connected.clear()
         elif e.op in BROKER_OPS:
             label = f"+{e.ms}ms" if e.op == "tick" else e.op
             marks.append(Mark(step=i, lane="broker", kind=e.op, label=label, failed=failed, title=title,

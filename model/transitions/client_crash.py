@@ -15,7 +15,7 @@ client, as at a close but with nothing flushed first (model/transitions/consumer
   markDeletePosition + 1 at the next subscribe (PersistentDispatcherMultipleConsumers.removeConsumer
   and addConsumer): what comes back carries redelivery count 0. A crash is not counted as a
   redelivery, so a message that kills its consumer never reaches the dead-letter topic this way
-  (apache/pulsar#8722, open; shown by suites/broker/test_client_crash.py::
+  (KD-30; apache/pulsar#8722, open; shown by suites/broker/test_client_crash.py::
   test_a_crashed_clients_messages_come_back_with_the_count_started_again_at_zero).
 
 The program's producer goes too; the sends completed before the crash are on the topic.

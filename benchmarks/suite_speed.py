@@ -144,6 +144,8 @@ def side_by_side(sides: list[_Side], counter: _Counter, profile: settings) -> No
                                     drain_idle_ms=1000)
                 except Exception as error:  # noqa: BLE001  (a verdict, not the benchmark's business)
                     side.failed.append(f"{check.area}[{spec_id}] {type(error).__name__}")
+                    # what broke, so that a false alarm seen here can be followed up
+                    print(f"{side.label}: {check.area}[{spec_id}]: " + "\n    ".join(str(error).splitlines()[:40]))
                 side.seconds += time.perf_counter() - begun
                 side.ops += counter.ops
                 side.waiting += counter.waiting

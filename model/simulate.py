@@ -114,18 +114,21 @@ def _delivery(message: Message, kind: SubscriptionType) -> o.Delivery:
     return _make_delivery(message=message.id, redelivery_count=count, key=message.key)
 
 
-def run_random_program(spec, seed: int, steps: int) -> list[tuple[o.Op, o.Completion]]:
-    """A seeded random program over the op vocabulary, executed by the model: its expected trace."""
+def run_random_program(spec, seed: int, steps: int, *, draw=None) -> list[tuple[o.Op, o.Completion]]:
+    """A seeded random program over the op vocabulary, executed by the model: its expected trace.
+    `draw(state, rng)` picks each op (default `model.vocabulary.random_op`; the trace corpora's
+    is traces/programs.py's `next_op`)."""
     from model.nondet import step_decided
     from model.state import initial
     from model.violations import Violation
     from model.vocabulary import random_op
 
+    draw = draw or random_op
     rng = random.Random(seed)
     state = initial(spec)
     trace = []
     for _ in range(steps):
-        op = random_op(state, rng)
+        op = draw(state, rng)
         completion = respond(state, op, rng)
         result = step_decided(state, op, completion)
         if isinstance(result, Violation):

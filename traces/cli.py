@@ -48,7 +48,8 @@ def parser() -> argparse.ArgumentParser:
     gen.add_argument("--steps", type=int, default=50, help="steps per program (default 50)")
     gen.add_argument("--seed", type=int, default=0, help="corpus seed (default 0)")
     gen.add_argument("--matrix", action="append", metavar="FIELD=V1,V2",
-                     help="a Spec field and its values; the specs are the product (default: the 4 subscription types)")
+                     help="a Spec field and its values; the specs are their product over the catalog's spec of each "
+                          "subscription type (default: the 4 types, a nack delay of 100 ms)")
     gen.add_argument("--chunk-programs", type=int, default=None, help="programs per task (default: ~100k events)")
     gen.add_argument("--overwrite", action="store_true")
     _common(gen)

@@ -5,13 +5,19 @@ Generation: task `t` of a `GenerationPlan` runs programs `start..stop` of one sp
 them as one file, `spec_id=<key>/task-<t>.parquet` (written to a temporary name and renamed, so
 a retried task leaves one whole file); program `i` has the id `p<i>` (zero-padded) and the seed
 `(seed << 32) | i`, so any program can be run again alone with
-`model.simulate.run_random_program(spec, program_seed(seed, i), steps)`. A program the model
-rejects (run_random_program raises AssertionError) is left out; the job lists it.
+`traces.programs.run_on_model(spec, program_seed(seed, i), steps)`. A program the model
+rejects (run_on_model raises AssertionError) is left out; the job lists it.
 
-Recording: the corpus's events come sorted by (spec, chunk, program, step); each program's op
-sequence is rebuilt with `model.history.op_of` and invoked on the target, and the recorded event
-keeps the op (so the op sequence is the corpus's whatever the target answers). An op the target
-cannot perform (it raises) is recorded as `fail` with the error `TargetError: ...`. Each finished
+Recording: the corpus's events come sorted by (spec, chunk, program, step), each with its
+program's seed. A program with a seed is run closed-loop (traces/programs.py): the generator draws
+each op from what the target delivered, so its history means something to its end on a target
+that chooses otherwise than the model's ideal broker; it stops at the first observation the model
+does not allow. A program without a seed (a corpus of stored histories has no generator to run
+again) is replayed open-loop: its op sequence is rebuilt with `model.history.op_of` and invoked as
+it is. Either way an op the target cannot perform (it raises) is recorded as `fail` with the error
+`TargetError: ...`. Every program runs on its own topic and subscription, named by the spec, the
+program and the recording's run (`topic_of`): programs of different specs recorded at once never
+share one. Each finished
 program is appended to the chunk's journal (JSON lines ending in a commit line) before the next
 starts; a finished chunk becomes one Parquet file, written to a temporary name and renamed, and
 its journal is removed. A restart skips finished chunks and the committed programs of a journal.
@@ -34,7 +40,7 @@ import pyarrow.parquet as pq
 
 from model import ops as o
 from model.history import FIELDS, Event, event_of, event_values, from_json_line, op_of, spec_of, to_json_line
-from model.simulate import run_random_program
+from traces.programs import run_closed_loop, run_on_model
 from traces.schema import EVENT_FILE_ARROW, PARTITION, TASK_STATUS_ARROW
 from traces.targets import TargetSpec
 
@@ -135,7 +141,7 @@ def generate_files(plan: GenerationPlan, out: str, tasks: Iterator[pa.RecordBatc
             programs = 0
             for i in range(start, stop):
                 try:
-                    trace = run_random_program(spec, program_seed(plan.seed, i), plan.steps)
+                    trace = run_on_model(spec, program_seed(plan.seed, i), plan.steps)
                 except AssertionError:
                     continue  # the model rejected its own answer: listed by the job, not written
                 pid = program_id(i, width)
@@ -198,14 +204,26 @@ def _source_event(row: dict) -> Event:
     return Event(**values)
 
 
+def topic_of(spec_key: str, program_id: str, run: str) -> str:
+    """The topic (and so the subscription's home) of one program of one spec in one recording: the
+    program ids repeat per spec, and two recordings run at once must not meet either."""
+    return f"{spec_key}-{program_id}-{run}"
+
+
 def record_program(target, rows: list[dict], run: str) -> list[Event]:
-    """Run one program's ops on the target; every op is recorded, whatever the target answers."""
+    """Run one program on the target: closed-loop from its seed when it has one, its recorded ops
+    otherwise; every op performed is recorded, whatever the target answers."""
     first = rows[0]
     spec = spec_of(first["spec"])
     pid, key, text = first["program_id"], first["spec_id"], first["spec"]
+    topic = topic_of(key, pid, run)
+    if first.get("seed") is not None:
+        history, _ = run_closed_loop(target, spec, first["seed"], len(rows), topic)
+        return [event_of(pid, spec, step, op, completion, spec_text=text, spec_key=key)
+                for step, (op, completion) in enumerate(history)]
     broken = None
     try:
-        target.reset(spec, f"{pid}-{run}")
+        target.reset(spec, topic)
     except Exception as error:  # noqa: BLE001 - a target that cannot start the program: every op fails
         broken = f"TargetError: reset: {type(error).__name__}: {error}"
     events, at = [], 0
@@ -240,6 +258,9 @@ class _Chunk:
         self.done = read_journal(self.journal)
         self.resumed = len(self.done)
         self.started = time.monotonic()
+        # A program taken up again after a crash must not find its first attempt's messages: each
+        # attempt at a chunk names its topics afresh.
+        self.run = f"{plan.run}{uuid.uuid4().hex[:4]}"
         self.journal.parent.mkdir(parents=True, exist_ok=True)
         self.handle = self.journal.open("a", encoding="utf-8")
 
@@ -247,7 +268,7 @@ class _Chunk:
         pid = rows[0]["program_id"]
         if pid in self.done:
             return
-        events = record_program(target, rows, self.plan.run)
+        events = record_program(target, rows, self.run)
         self.handle.write("".join(to_json_line(e) + "\n" for e in events))
         self.handle.write(json.dumps({"commit": pid, "events": len(events)}) + "\n")
         self.handle.flush()

@@ -1,7 +1,11 @@
 """The matrix of specs a corpus is generated over, from `--matrix field=v1,v2` options.
 
 Each option names one field of `model.spec.Spec` and its values; the matrix is their cartesian
-product over the default spec. Without options: the four subscription types.
+product over the conformance catalog's spec of each subscription type (suites/conformance/
+catalog.py: a nack comes back after 100 ms, a Failover pause of 200 ms), not over Pulsar's own
+defaults (60 s, 1 s): those are what a real broker records quickly, and what a recording on the
+project's broker accepts (traces/recordable.py). Without options: the four subscription types.
+A field given in an option replaces the catalog's value (`--matrix nack_delay_ms=60000`).
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ import itertools
 
 from model.history import spec_id
 from model.spec import InitialPosition, Spec, SubscriptionType
+from suites.conformance.catalog import ALL_TYPES
 
 DEFAULT_MATRIX = (f"subscription_type={','.join(t.value for t in SubscriptionType)}",)
 _ENUMS = {"SubscriptionType": SubscriptionType, "InitialPosition": InitialPosition}
@@ -54,8 +59,10 @@ def parse_matrix(options: list[str] | tuple[str, ...] | None) -> list[Spec]:
         axes[field] = [_value(field, v.strip()) for v in values.split(",")]
     specs, seen = [], set()
     for combination in itertools.product(*axes.values()):
+        fields = dict(zip(axes, combination))
+        kind = fields.get("subscription_type", SubscriptionType.SHARED)
         try:
-            spec = Spec(**dict(zip(axes, combination)))
+            spec = ALL_TYPES[kind.value].with_(**fields)
         except ValueError as error:
             raise MatrixError(f"--matrix: {error}") from None
         if spec_id(spec) not in seen:

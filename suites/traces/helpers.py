@@ -6,7 +6,7 @@ import dataclasses
 from pathlib import Path
 
 from model.history import Event, event_of, spec_id, spec_json
-from model.simulate import run_random_program
+from traces.programs import run_on_model
 from model.spec import Spec, SubscriptionType
 from traces import corpus as c
 from traces.schema import events_table
@@ -19,7 +19,7 @@ EXCLUSIVE = Spec(subscription_type=SubscriptionType.EXCLUSIVE)
 def model_program(spec: Spec, seed: int, steps: int, program_id: str) -> list[Event]:
     text, key = spec_json(spec), spec_id(spec)
     return [event_of(program_id, spec, step, op, completion, spec_text=text, spec_key=key)
-            for step, (op, completion) in enumerate(run_random_program(spec, seed, steps))]
+            for step, (op, completion) in enumerate(run_on_model(spec, seed, steps))]
 
 
 def first_step(events: list[Event], op: str, after: int = 0, **where: object) -> int:

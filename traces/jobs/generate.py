@@ -16,9 +16,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from model.history import spec_json, spec_id, spec_of
-from model.simulate import run_random_program
 from model.spec import Spec
 from traces import corpus as c
+from traces.programs import run_on_model
 from traces.run import GenerationPlan, generate_files, id_width, program_seed
 from traces.schema import EVENT_SCHEMA, PARTITION, TASK_STATUS_SCHEMA
 from traces.session import progress
@@ -59,7 +59,7 @@ def rejections(plan: GenerationPlan, missing: list[tuple[str, str, int]]) -> lis
     found = []
     for key, pid, seed in missing[:SHOWN_REJECTIONS]:
         try:
-            run_random_program(spec_of(texts[key]), seed, plan.steps)
+            run_on_model(spec_of(texts[key]), seed, plan.steps)
             reason = "not rejected when run again (nondeterminism?)"
         except AssertionError as error:
             reason = str(error)

@@ -1,5 +1,7 @@
 """record: run a corpus's programs against a target and write the observed traces as a corpus in
-the same schema, resumably.
+the same schema, resumably. A program with a seed runs closed-loop, its ops drawn from what the
+target delivered (traces/run.py); a broker is first asked whether it runs the corpus's specs
+(traces/recordable.py), and a spec it does not is refused before anything is recorded.
 
 The source's programs are split into chunks per spec (by a hash of the program id; the number of
 chunks is fixed in `_record.json` at the first start). Finished chunks are Parquet files in
@@ -20,7 +22,9 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from model.history import spec_of
 from traces import corpus as c
+from traces.recordable import refuse_unrecordable
 from traces.run import RecordPlan, chunk_file, record_batches
 from traces.schema import EVENT_SCHEMA, PARTITION, TASK_STATUS_SCHEMA, CorpusError
 from traces.session import progress
@@ -69,6 +73,7 @@ def run(spark: SparkSession, source: str | Path, out: str | Path, *, target: Tar
     source, out = Path(source).absolute(), Path(out).absolute()
     c.check_overlap(out, (source,))
     corpus = c.open_corpus(spark, source)
+    refuse_unrecordable(target, {key: spec_of(text) for key, text in c.spec_texts(corpus).items()})
     state = _state_for(out, source, target, overwrite=overwrite)
     aside = _set_aside(out) if overwrite else None
     started = time.monotonic()
@@ -91,7 +96,7 @@ def run(spark: SparkSession, source: str | Path, out: str | Path, *, target: Tar
     if pending_total:
         totals = F.create_map(*[v for key, n in chunks.items() for v in (F.lit(key), F.lit(n))])
         chunk = F.pmod(F.xxhash64("program_id"), F.element_at(totals, F.col(PARTITION)).cast("long")).cast("int")
-        assigned = programs.select(*KEY, chunk.alias("chunk"))
+        assigned = programs.select(*KEY, "seed", chunk.alias("chunk"))
         if done:
             finished = corpus.events.sparkSession.createDataFrame(sorted(done), f"{PARTITION} string, chunk int")
             assigned = assigned.join(finished, on=[PARTITION, "chunk"], how="left_anti")

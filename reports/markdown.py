@@ -114,7 +114,7 @@ def fault_list(summary: Summary) -> list[str]:
             windows = [k for k in tally if k not in ("performable", "programs", "ops")]
             reached = ", ".join(f"{k} in {tally[k]}" if tally[k] else f"{k} **never reached**" for k in windows)
             lines.append(f"- **{r.area} [{r.spec_id}]** `{fault}` in {tally.get('programs', 0)} of "
-                         f"{r.examples if r.examples is not None else '?'} programs ({tally.get('ops', 0)} times)"
+                         f"{r.examples if r.examples is not None else '?'} programs ({_times(tally.get('ops', 0))})"
                          + (f"; reached: {reached}" if reached else ""))
     return ["### Faults reached", ""] + lines + [""] if lines else []
 
@@ -225,3 +225,7 @@ def _inline(text: str) -> str:
 
 def _cell_text(text: str) -> str:
     return _inline(text).replace("|", "\\|")
+
+
+def _times(n: int) -> str:
+    return "once" if n == 1 else f"{n} times"

@@ -96,6 +96,10 @@ class Message:
     # Marked ACKED because the client may have sent it to the dead-letter topic (a copy with the
     # limiting count may have reached the receiver queue): unsure, not an application's ack.
     dead_letter_unsure: bool = False
+    # Acknowledged by a client that crashed before the ack was known to reach the broker (one of
+    # the extra deliveries is this doubt): nothing of that client is left to hand a copy out, so a
+    # copy that comes proves the ack lost, and a cursor read settles it either way.
+    ack_in_doubt: bool = False
 
     # with_(**changes): `dataclasses.replace(self, **changes)`, made fast by model.records (set below).
 

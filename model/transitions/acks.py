@@ -171,7 +171,10 @@ def settle(state: State, observed: cur.Cursor) -> State:
     for message in state.messages:
         acked_on_broker = observed.is_acknowledged(message.id.entry)
         if acked_on_broker and message.status is ACKED and not message.ack_confirmed:
-            changed[message.id] = message.with_(ack_confirmed=True)
+            # An ack in doubt at a client crash is settled: its extra delivery goes with the doubt.
+            doubt = int(message.ack_in_doubt)
+            changed[message.id] = message.with_(ack_confirmed=True, ack_in_doubt=False,
+                                                extra_deliveries=max(message.extra_deliveries - doubt, 0))
         elif not acked_on_broker and message.status is ACKED and message.id not in pending and not any(
                 kind == "cumulative" and m >= message.id for c in state.connected() for kind, m in c.pending_acks):
             if message.id.index >= 0:
@@ -183,7 +186,7 @@ def settle(state: State, observed: cur.Cursor) -> State:
             # doubt allowed; extra copies for other causes stay (shown by history
             # broker-lost-ack-after-two-unloads-comes-twice.persistence-Exclusive).
             changed[message.id] = message.with_(status=AVAILABLE, ack_confirmed=False, dead_letter_unsure=False,
-                                                extra_deliveries=max(message.extra_deliveries - 1, 0))
+                                                ack_in_doubt=False, extra_deliveries=max(message.extra_deliveries - 1, 0))
     state = replace_messages(state, changed)
     confirmed_cursor = cur.from_acknowledged(observed.acknowledged(len(state.entries)) - set(range(observed.mark_delete + 1)),
                                              mark_delete=observed.mark_delete, batch_deleted=state.cursor.batch_deleted,

@@ -5,7 +5,9 @@ client, as at a close but with nothing flushed first (model/transitions/consumer
 
 - acks the client's grouping tracker still held are lost with it, those it had sent are in the
   cursor, and nothing tells which: each ack not known to have reached the broker is in doubt (its
-  message may come once more, an ack with a receipt may not) until a cursor read settles it; a
+  message may come once more, an ack with a receipt may not) until a cursor read settles it or the
+  message comes again, which proves the ack lost: it is unacknowledged from then on, held by the
+  consumer that got it (model/transitions/receive.py); a
   partial batch ack the client kept (no batch-index acks) is certainly lost, and its entry comes
   back whole;
 - everything the client held unacknowledged, received or still in its receiver queue, goes back
@@ -35,7 +37,7 @@ def crash_client(state: State, op: o.CrashClient, completion: o.Completion) -> R
     and ::test_an_ack_the_broker_had_stays_after_a_client_crash). A batch message's ack is left
     to `leave`, which knows whether its entry comes back whole."""
     pending = [ack for c in state.connected() for ack in c.pending_acks]
-    in_doubt = {m.id: m.with_(extra_deliveries=m.extra_deliveries + 1) for m in state.messages
+    in_doubt = {m.id: m.with_(extra_deliveries=m.extra_deliveries + 1, ack_in_doubt=True) for m in state.messages
                 if m.status is ACKED and not m.ack_confirmed and m.id.index < 0 and _pending(m.id, pending)}
     state = replace_messages(state, in_doubt).with_(consumers=tuple(c.with_(pending_acks=()) for c in state.consumers))
     return leave(state, frozenset(c.name for c in state.connected()), owed_entries=None)

@@ -99,3 +99,28 @@ def test_an_ack_still_grouped_at_a_client_crash_is_lost(crashable, observed, nam
             return
         kept.append(back)
     pytest.fail(f"in {GROUPED_TRIES} programs the ack made just before the crash reached the broker: {kept}")
+
+
+@pytest.mark.guarantee("no-loss", "no-redelivery-after-ack")
+def test_a_message_whose_ack_was_lost_at_a_crash_comes_back_until_acked(crashable, observed, names):
+    """Once it came back, the lost ack is gone for good: the message is unacknowledged like any
+    other, and comes again after a close without an ack and after a second crash."""
+    for attempt in range(GROUPED_TRIES):
+        run = _program(crashable, observed, names, SHARED, f"-{attempt}")
+        for _ in range(2):
+            run.do(o.Send())
+        run.do(o.Subscribe(consumer="c0"))
+        assert [d.message for d in run.drain("c0")] == [m(0), m(1)]
+        run.do(o.Acknowledge(consumer="c0", message=m(0)))
+        run.do(o.Acknowledge(consumer="c0", message=m(1)))
+        if [d for d, _ in _crash_and_come_back(run)] != [m(0), m(1)]:
+            continue  # the client's flush timer sent an ack before the crash
+        run.do(o.Close(consumer="c0"))
+        run.do(o.Subscribe(consumer="c0"))
+        assert [d.message for d in run.drain("c0")] == [m(0), m(1)], "a close gives back what c0 held"
+        assert [d for d, _ in _crash_and_come_back(run)] == [m(0), m(1)], "and so does a second crash"
+        run.do(o.Acknowledge(consumer="c0", message=m(0)))
+        run.do(o.Tick(ms=300))
+        assert run.do(o.ReadCursor()).value.acknowledged(2) == {0}
+        return
+    pytest.fail(f"in {GROUPED_TRIES} programs an ack made just before the crash reached the broker")

@@ -71,6 +71,23 @@ def test_an_unflushed_ack_may_be_lost_or_kept():
         "a cursor read without the ack makes the message owed again"
 
 
+def test_a_message_back_after_its_ack_was_in_doubt_is_unacknowledged_from_then_on():
+    """Its ack was lost with the client: the message is owed like any other it holds, however often
+    it comes again (a second crash, a close without an ack), and lost if it never does."""
+    back = received(2) + [(o.Acknowledge(consumer="c0", message=m(0)), o.ok()), CRASH, AGAIN, got(m(0)), got(m(1))]
+    closed = back + [(o.Close(consumer="c0"), o.ok()), AGAIN]
+    assert check_nothing_lost(run(SHARED, closed + [got(m(0)), got(m(1))])).ok
+    assert check_nothing_lost(run(SHARED, back + [CRASH, AGAIN, got(m(0)), got(m(1))])).ok
+    assert check_nothing_lost(run(SHARED, closed + [got(m(1))])).violation.guarantee is Guarantee.NO_LOSS
+    assert run(SHARED, back + [got(m(0))]).violation.guarantee is Guarantee.NO_DUPLICATE_WITHOUT_CAUSE
+
+
+def test_a_cursor_read_settles_an_ack_in_doubt():
+    acked = received(2) + [(o.Acknowledge(consumer="c0", message=m(0)), o.ok()), CRASH, AGAIN]
+    kept = acked + [(o.ReadCursor(), o.ok(cur.from_acknowledged({0})))]
+    assert run(SHARED, kept + [got(m(0))]).violation.guarantee is Guarantee.NO_REDELIVERY_AFTER_ACK
+
+
 def test_an_ack_the_broker_had_stays():
     shown = received(2) + [(o.Acknowledge(consumer="c0", message=m(0)), o.ok()),
                            (o.ReadCursor(), o.ok(cur.from_acknowledged({0}))), CRASH, AGAIN]

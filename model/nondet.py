@@ -29,7 +29,7 @@ from model.guarantees import Guarantee
 from model.spec import Spec
 from model.state import State, initial
 from model.transitions import step
-from model.violations import CursorPrefixQuestion, Result, Violation
+from model.violations import CursorPrefixQuestion, Either, Result, Violation
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -72,11 +72,11 @@ def apply(verdict: Verdict, op: o.Op, completion: o.Completion) -> Verdict:
     for state in verdict.states:
         if completion.at < state.now:
             raise ImpossibleStamp(op, completion.at, state.now)
-        result = decide(step(state, op, completion))
-        if isinstance(result, Violation):
-            violations.append(result)
-        else:
-            survivors.add(result)
+        for result in _outcomes(step(state, op, completion)):
+            if isinstance(result, Violation):
+                violations.append(result)
+            else:
+                survivors.add(result)
     if survivors:
         return Verdict(states=frozenset(survivors))
     return Verdict(states=frozenset(), violation=_most_common(violations))
@@ -110,10 +110,18 @@ def decide(result: Result) -> State | Violation:
     return result.settled
 
 
+def _outcomes(result: Result) -> tuple[State | Violation, ...]:
+    """The states (or violation) one state's step leaves, each question decided."""
+    if type(result) is Either:
+        return tuple(decide(branch) for branch in result.states)
+    return (decide(result),)
+
+
 def step_decided(state: State, op: o.Op, completion: o.Completion) -> State | Violation:
     """One state's step with the solver's answer to its question: what a single-state driver (the
-    model target, the trace generator) uses."""
-    return decide(step(state, op, completion))
+    model target, the trace generator) uses. Of an op's open effects it keeps the first (the op
+    took effect)."""
+    return _outcomes(step(state, op, completion))[0]
 
 
 def check_nothing_lost(verdict: Verdict) -> Verdict:

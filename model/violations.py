@@ -44,4 +44,12 @@ class CursorPrefixQuestion:
     settled: State
 
 
-Result = State | Violation | CursorPrefixQuestion
+@dataclass(frozen=True, slots=True)
+class Either:
+    """An op whose effect the observation leaves open (an `info` outcome): each of `states` may be
+    the system's state now; the non-deterministic layer keeps them all."""
+
+    states: tuple[State, ...]
+
+
+Result = State | Violation | CursorPrefixQuestion | Either

@@ -15,7 +15,7 @@ from model import ops as o
 from model.state import ACKED, AVAILABLE, State, replace_messages
 from model.transitions.acks import flush_acks
 from model.transitions.redelivery import unstall
-from model.violations import Result
+from model.violations import Either, Result
 
 
 def seek(state: State, op: o.Seek, completion: o.Completion) -> Result:
@@ -27,7 +27,20 @@ def seek(state: State, op: o.Seek, completion: o.Completion) -> Result:
     come to the next consumer once the seeking one is gone (shown by test_fidelity_broker::
     test_seek_skips_the_target_for_the_seeking_consumer_and_keeps_it_for_the_next). A client that
     does deliver the target is allowed too: the model only stops owing it.
+
+    A seek that failed did nothing; one whose outcome is unknown may have done nothing: the C++
+    client answers NotConnected, without sending anything, while its consumer reconnects after an
+    unload (ConsumerImpl::seekAsyncInternal; shown by the histories
+    broker-failed-seek-while-reconnecting-did-nothing.traces-Exclusive and -Shared).
     """
+    if completion.outcome is o.Outcome.FAIL:
+        return state
+    if completion.outcome is o.Outcome.INFO:
+        return Either((_seek(state, op), state))
+    return _seek(state, op)
+
+
+def _seek(state: State, op: o.Seek) -> State:
     state = flush_acks(state, op.consumer)
     target = op.message.entry
     changed = {}

@@ -208,6 +208,25 @@ def test_a_seek_target_is_skipped_by_the_seeking_consumer_and_owed_to_the_next()
     assert check_nothing_lost(run(EXCLUSIVE, program[:-1])).violation.guarantee is Guarantee.NO_LOSS  # m2 is owed
 
 
+def test_a_seek_that_failed_did_nothing_and_one_of_unknown_outcome_may_have_done_either():
+    """The C++ client answers a seek NotConnected, sending nothing, while its consumer reconnects
+    (the driver reports it `info`): the cursor stays where it was, or the seek reset it."""
+    acked = [(o.Subscribe(consumer="c0"), o.ok()), *send(3), got("c0", m(0)), got("c0", m(1)), got("c0", m(2)),
+             (o.ReadCursor(), o.ok(cur.Cursor()))]
+
+    def seek(completion):
+        return [(o.Seek(consumer="c0", message=m(1)), completion)]
+
+    reset = cur.Cursor(mark_delete=0)  # everything before the target
+    untouched = (o.ReadCursor(), o.ok(cur.Cursor()))
+    assert run(EXCLUSIVE, acked + seek(o.ok()) + [untouched]).violation.guarantee is Guarantee.CURSOR
+    assert run(EXCLUSIVE, acked + seek(o.fail("NotAllowed")) + [untouched]).ok
+    assert run(EXCLUSIVE, acked + seek(o.fail("NotAllowed")) + [(o.ReadCursor(), o.ok(reset))]).violation.guarantee \
+        is Guarantee.CURSOR
+    for read in (untouched, (o.ReadCursor(), o.ok(reset))):
+        assert run(EXCLUSIVE, acked + seek(o.info("NotConnected")) + [read]).ok
+
+
 def test_a_subscription_created_at_latest_never_sees_what_was_published_before_it():
     latest = SHARED.with_(initial_position=InitialPosition.LATEST)
     program = [*send(2), (o.Subscribe(consumer="c0"), o.ok()), *send(1), got("c0", m(2))]

@@ -83,16 +83,21 @@ def test_an_ack_the_broker_had_stays_after_a_client_crash(crashable, observed, n
     assert run.do(o.ReadCursor()).value.acknowledged(3) == {0}
 
 
+def _two_received_and_m0_acked(crashable, observed, names, attempt):
+    run = _program(crashable, observed, names, SHARED, f"-{attempt}")
+    for _ in range(2):
+        run.do(o.Send())
+    run.do(o.Subscribe(consumer="c0"))
+    assert [d.message for d in run.drain("c0")] == [m(0), m(1)]
+    run.do(o.Acknowledge(consumer="c0", message=m(0)))
+    return run
+
+
 @pytest.mark.guarantee("no-loss", "cursor")
 def test_an_ack_still_grouped_at_a_client_crash_is_lost(crashable, observed, names):
     kept = []
     for attempt in range(GROUPED_TRIES):
-        run = _program(crashable, observed, names, SHARED, f"-{attempt}")
-        for _ in range(2):
-            run.do(o.Send())
-        run.do(o.Subscribe(consumer="c0"))
-        assert [d.message for d in run.drain("c0")] == [m(0), m(1)]
-        run.do(o.Acknowledge(consumer="c0", message=m(0)))
+        run = _two_received_and_m0_acked(crashable, observed, names, attempt)
         back = _crash_and_come_back(run)  # the crash follows the acknowledge at once
         if back == [(m(0), 0), (m(1), 0)]:
             assert not run.do(o.ReadCursor()).value.acknowledged(2)
@@ -106,12 +111,7 @@ def test_a_message_whose_ack_was_lost_at_a_crash_comes_back_until_acked(crashabl
     """Once it came back, the lost ack is gone for good: the message is unacknowledged like any
     other, and comes again after a close without an ack and after a second crash."""
     for attempt in range(GROUPED_TRIES):
-        run = _program(crashable, observed, names, SHARED, f"-{attempt}")
-        for _ in range(2):
-            run.do(o.Send())
-        run.do(o.Subscribe(consumer="c0"))
-        assert [d.message for d in run.drain("c0")] == [m(0), m(1)]
-        run.do(o.Acknowledge(consumer="c0", message=m(0)))
+        run = _two_received_and_m0_acked(crashable, observed, names, attempt)
         run.do(o.Acknowledge(consumer="c0", message=m(1)))
         if [d for d, _ in _crash_and_come_back(run)] != [m(0), m(1)]:
             continue  # the client's flush timer sent an ack before the crash

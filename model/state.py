@@ -145,6 +145,9 @@ class State:
     # suites/model/test_fidelity_broker.py::test_each_exclusive_rewind_on_its_way_delivers_the_backlog_once_more).
     rewinds: int = 0
     reopened_serial: int = 0  # the serial of the last unload, restart or crash
+    # The serial of the last event that closed the consumers' connections (those and a seek): a
+    # message published from then on came to a consumer over its new connection.
+    disconnected_serial: int = 0
     # Key_Shared: (key, owner, may_also_receive): the key stays with the consumer it was
     # dispatched to (the sticky-key dispatcher's hash range) while that consumer is connected; it
     # may go only to a consumer in may_also_receive: one that joined after the key was bound (the

@@ -28,7 +28,7 @@ import random
 from dataclasses import replace
 
 from model import ops as o
-from model.nondet import apply, start
+from model.nondet import apply, start, step_decided
 from model.simulate import pick_delivery, run_random_program
 from model.spec import Spec
 from model.state import State, initial
@@ -76,8 +76,8 @@ def run_closed_loop(target, spec: Spec, seed: int, steps: int, topic: str) -> tu
         first = next_op(initial(spec), rng)
         return [(first, o.fail(f"TargetError: reset: {type(error).__name__}: {error}", at=0))], "reset failed"
     verdict, history, at = start(spec), [], 0
+    state = initial(spec)
     for _ in range(steps):
-        state = next(iter(verdict.states))
         op = next_op(state, rng)
         if isinstance(op, o.Receive) and not deterministic:
             op = replace(op, timeout_ms=SLOW_RECEIVE_MS if pick_delivery(state, op.consumer) else FAST_RECEIVE_MS)
@@ -94,4 +94,15 @@ def run_closed_loop(target, spec: Spec, seed: int, steps: int, topic: str) -> tu
             return history, f"{type(error).__name__}: {error}"
         if not verdict.ok:
             return history, f"violation: {verdict.violation.guarantee.value}"
+        state = _next_state(state, op, completion, verdict)
     return history, None
+
+
+def _next_state(state: State, op: o.Op, completion: o.Completion, verdict) -> State:
+    """The state the next op is drawn from: the model's own choice where the target made it too
+    (so on the model the recording is the generated program), else the same one of the possible
+    states on every run (not the set's iteration order, which changes with the hash seed)."""
+    chosen = step_decided(state, op, completion)
+    if chosen in verdict.states:
+        return chosen
+    return min(verdict.states, key=repr)

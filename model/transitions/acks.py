@@ -17,6 +17,7 @@ from model import cursor as cur
 from model import ops as o
 from model.checks import check_ack, check_cumulative_refused_on_shared, check_cursor, cursor_bounds
 from model.state import ACKED, AVAILABLE, HELD, Consumer, State, replace_consumer, replace_message, replace_messages
+from model.transitions.reconnect import acked_while_reconnecting
 from model.violations import CursorPrefixQuestion, Result
 
 
@@ -53,7 +54,8 @@ def acknowledge(state: State, op: o.Acknowledge, completion: o.Completion) -> Re
         state = replace_messages(state, {
             m.id: m.with_(older_copy_count=min(m.older_copy_count, 1 if m.redelivery_from is not None else 0))
             for m in state.messages if m.id.entry == op.message.entry and m.id != op.message})
-    return _pending_or_confirmed(state, consumer, "individual", op.message, completion)
+    return acked_while_reconnecting(_pending_or_confirmed(state, consumer, "individual", op.message, completion),
+                                    op.consumer)
 
 
 def acknowledge_cumulative(state: State, op: o.AcknowledgeCumulative, completion: o.Completion) -> Result:
@@ -70,7 +72,8 @@ def acknowledge_cumulative(state: State, op: o.AcknowledgeCumulative, completion
                              extra_deliveries=m.extra_deliveries + (0 if m.delivered else 1))
                for m in state.messages if m.id <= op.message and m.status is not ACKED}
     state = replace_messages(state, covered)
-    return _pending_or_confirmed(state, consumer, "cumulative", op.message, completion)
+    return acked_while_reconnecting(_pending_or_confirmed(state, consumer, "cumulative", op.message, completion),
+                                    op.consumer)
 
 
 def _pending_or_confirmed(state: State, consumer: Consumer, kind: str, message_id: o.MessageId,

@@ -15,6 +15,7 @@ from model import ops as o
 from model.checks import check_no_phantom, delivery_problem, order_key, stale_key_copy
 from model.state import ACKED, AVAILABLE, HELD, State, replace_consumer, replace_message
 from model.transitions.consumers import bind_key
+from model.transitions.reconnect import back
 from model.transitions.redelivery import requested
 from model.violations import Result
 
@@ -115,6 +116,9 @@ def receive(state: State, op: o.Receive, completion: o.Completion, *, invoked: i
             delivered = delivered.with_(redelivery_from=min(pending[0], delivered.redelivery_from),
                                         redelivery_by=max(pending[1], delivered.redelivery_by))
     state = replace_message(state, delivered)
+    if message.serial >= state.disconnected_serial:
+        state = back(state, consumer)  # published after the disconnection: it came over the new connection
+        consumer = state.consumer(op.consumer)
     if first:
         state = replace_consumer(state, consumer.with_(last_first_delivery=max(consumer.last_first_delivery,
                                                                                order_key(message.id))))

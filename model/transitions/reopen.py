@@ -14,6 +14,7 @@ from model import cursor as cur
 from model import ops as o
 from model.state import ACKED, AVAILABLE, State, replace_messages
 from model.transitions.acks import flush_acks
+from model.transitions.reconnect import disconnected
 from model.transitions.redelivery import unstall
 from model.violations import Either, Result
 
@@ -59,7 +60,7 @@ def _seek(state: State, op: o.Seek) -> State:
     # completes before they are back).
     consumers = tuple(c.with_(last_first_delivery=-1, reconnecting=c.connected and state.spec.ack_receipts)
                       for c in state.consumers)
-    return state.with_(cursor=cur.reset(state.cursor, target), consumers=consumers)
+    return state.with_(cursor=cur.reset(state.cursor, target), consumers=consumers, disconnected_serial=state.serial + 1)
 
 
 def reopen(state: State, *, persisted: bool) -> Result:
@@ -86,6 +87,6 @@ def reopen(state: State, *, persisted: bool) -> Result:
             changed[message.id] = message.with_(extra_deliveries=message.extra_deliveries + 1, never_dispatched=False,
                                                 redelivery_from=None, redelivery_by=None, count_lo=0, count_hi=0)
     state = unstall(replace_messages(state, changed))
-    if state.spec.ack_receipts:
-        state = state.with_(consumers=tuple(c.with_(reconnecting=c.connected) for c in state.consumers))
-    return state.with_(cursor=cur.rewind(state.cursor), reopened_serial=state.serial + 1, serial=state.serial + 1)
+    # The consumers reconnect; what their clients flush meanwhile may be dropped (reconnect.py).
+    return disconnected(state.with_(cursor=cur.rewind(state.cursor), reopened_serial=state.serial + 1,
+                                    disconnected_serial=state.serial + 1, serial=state.serial + 1))

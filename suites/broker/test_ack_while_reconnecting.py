@@ -8,11 +8,9 @@ gone, though the application's `acknowledge` returned. After the reconnect the b
 such ack, so the message comes again (at-least-once: an ack that never reached the broker does not
 keep its message away), and the cursor does not show it.
 
-The model assumes an ack made on a connected consumer reaches the broker within the ack grouping
-time, so it refuses such histories (KD-31: closed-loop trace recordings on 4.0.7,
-suites/replay/histories/broker-unexplained-*). On Pulsar 4.0.7 with pulsar-client 3.13.0 every
-try lost its ack. The model's rule for it (an ack made while the consumer reconnects is in doubt)
-is still to be written.
+The model allows for it (model/transitions/reconnect.py): an ack still grouped at a disconnection,
+or made while the consumer may be reconnecting, may be dropped, its message owed again. On Pulsar
+4.0.7 with pulsar-client 3.13.0 every try lost its ack (KD-31).
 """
 
 import time
@@ -21,10 +19,14 @@ import pulsar
 import pytest
 
 from fixtures.pulsar import poll, position_of
+from fixtures.targets.lockstep import Lockstep
+from model import ops as o
+from model.spec import Spec, SubscriptionType
 
 pytestmark = pytest.mark.broker
 
 SUBSCRIPTION = "reconnecting"
+EXCLUSIVE = Spec(subscription_type=SubscriptionType.EXCLUSIVE)
 TRIES = 3  # the reconnect races the 100 ms flush timer (on 4.0.7 each of 5 tries lost its ack)
 
 
@@ -53,3 +55,26 @@ def _ack_right_after_an_unload(pulsar_broker, pulsar_client, topic) -> bool:
 def test_an_ack_made_while_the_consumer_reconnects_after_an_unload_can_be_lost(pulsar_broker, pulsar_client, names):
     lost = [_ack_right_after_an_unload(pulsar_broker, pulsar_client, names.topic()) for _ in range(TRIES)]
     assert any(lost), f"every ack made right after an unload reached the broker ({TRIES} tries): KD-31 may be wrong"
+
+
+@pytest.mark.guarantee("no-redelivery-after-ack", "cursor")
+def test_the_model_accepts_what_an_ack_dropped_while_reconnecting_leaves(pulsar_target, names):
+    """The same program in lock-step with the model (model/transitions/reconnect.py): the dropped
+    ack never reaches the broker, not even with the close's flush, so m0 comes to the next consumer."""
+    for attempt in range(TRIES):
+        run = Lockstep(pulsar_target, EXCLUSIVE, f"{names.topic().rsplit('/', 1)[1]}-{attempt}")
+        run.do(o.Subscribe(consumer="c0"))
+        run.do(o.Send())
+        run.do(o.Send())
+        assert run.receive("c0", timeout_ms=5000).message == o.MessageId(0)
+        run.do(o.Unload())
+        run.do(o.Acknowledge(consumer="c0", message=o.MessageId(0)))
+        run.do(o.Tick(ms=1000))  # the flush timer fires, the consumer reconnects
+        if run.do(o.ReadCursor()).value.acknowledged(2):
+            continue  # the consumer was back before the flush
+        assert o.MessageId(0) in [d.message for d in run.drain("c0")]
+        run.do(o.Close(consumer="c0"))
+        run.do(o.Subscribe(consumer="c0"))
+        assert [d.message for d in run.drain("c0")] == [o.MessageId(0), o.MessageId(1)]
+        return
+    pytest.fail(f"every ack made right after an unload reached the broker ({TRIES} tries)")

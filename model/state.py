@@ -100,6 +100,10 @@ class Message:
     # the extra deliveries is this doubt): nothing of that client is left to hand a copy out, so a
     # copy that comes proves the ack lost, and a cursor read settles it either way.
     ack_in_doubt: bool = False
+    # Acknowledged while its consumer lost its connection or was reconnecting: the client may have
+    # dropped the ack (model/transitions/reconnect.py), so the message may come again, as often as
+    # the broker redelivers, until a cursor read settles it; a flush does not prove it arrived.
+    ack_may_be_dropped: bool = False
 
     # with_(**changes): `dataclasses.replace(self, **changes)`, made fast by model.records (set below).
 

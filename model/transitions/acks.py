@@ -118,16 +118,19 @@ def apply_ack(state: State, kind: str, message_id: o.MessageId) -> State:
                 for index in range(message_id.index + 1):
                     cursor = cur.delete_batch_index(cursor, message_id.entry, index, batch_size)
         confirmed = {m.id: m.with_(ack_confirmed=True) for m in state.messages
-                     if m.status is ACKED and not m.ack_confirmed and cursor.is_acknowledged(m.id.entry)}
+                     if m.status is ACKED and not m.ack_confirmed and not m.ack_may_be_dropped
+                     and cursor.is_acknowledged(m.id.entry)}
     elif message_id.index >= 0 and state.spec.batch_index_ack:
         cursor = cur.delete_batch_index(cursor, message_id.entry, message_id.index, batch_size)
-        confirmed = {message_id: state.message(message_id).with_(ack_confirmed=True)}
+        acked = state.message(message_id)
+        confirmed = {} if acked.ack_may_be_dropped else {message_id: acked.with_(ack_confirmed=True)}
     elif message_id.index >= 0 and not all(m.status is ACKED for m in siblings):
         # Without batch-index acks the client holds a partial batch ack until every index is acked.
         return state
     else:
         cursor = cur.delete(cursor, [message_id.entry])
-        confirmed = {m.id: m.with_(ack_confirmed=True) for m in siblings if m.status is ACKED and not m.ack_confirmed}
+        confirmed = {m.id: m.with_(ack_confirmed=True) for m in siblings
+                     if m.status is ACKED and not m.ack_confirmed and not m.ack_may_be_dropped}
     return replace_messages(state.with_(cursor=cursor), confirmed)
 
 
@@ -176,7 +179,7 @@ def settle(state: State, observed: cur.Cursor) -> State:
         if acked_on_broker and message.status is ACKED and not message.ack_confirmed:
             # An ack in doubt at a client crash is settled: its extra delivery goes with the doubt.
             doubt = int(message.ack_in_doubt)
-            changed[message.id] = message.with_(ack_confirmed=True, ack_in_doubt=False,
+            changed[message.id] = message.with_(ack_confirmed=True, ack_in_doubt=False, ack_may_be_dropped=False,
                                                 extra_deliveries=max(message.extra_deliveries - doubt, 0))
         elif not acked_on_broker and message.status is ACKED and message.id not in pending and not any(
                 kind == "cumulative" and m >= message.id for c in state.connected() for kind, m in c.pending_acks):
@@ -189,7 +192,7 @@ def settle(state: State, observed: cur.Cursor) -> State:
             # doubt allowed; extra copies for other causes stay (shown by history
             # broker-lost-ack-after-two-unloads-comes-twice.persistence-Exclusive).
             changed[message.id] = message.with_(status=AVAILABLE, ack_confirmed=False, dead_letter_unsure=False,
-                                                ack_in_doubt=False, extra_deliveries=max(message.extra_deliveries - 1, 0))
+                                                ack_in_doubt=False, ack_may_be_dropped=False, extra_deliveries=max(message.extra_deliveries - 1, 0))
     state = replace_messages(state, changed)
     confirmed_cursor = cur.from_acknowledged(observed.acknowledged(len(state.entries)) - set(range(observed.mark_delete + 1)),
                                              mark_delete=observed.mark_delete, batch_deleted=state.cursor.batch_deleted,

@@ -9,54 +9,40 @@ The application's `acknowledge` had returned: the ack is gone, and the broker re
 (an ack that never reached the broker does not keep its message away; at-least-once). Shown by
 suites/broker/test_ack_while_reconnecting.py (KD-31).
 
-So, per consumer, what the model keeps as pending acks splits where the first flush without a
-connection came:
-- at the disconnection, some prefix of the pending acks reached the broker before it (they stay
-  pending: a cursor read or a flush settles them) and the rest were dropped, or all stay pending;
-- while it reconnects, each new ack may be followed by a flush without a connection, which drops
-  everything pending up to it;
-- it is known to be back once it receives a message published after the disconnection (that
-  message came over the new connection); a seek disconnects it again as model/transitions/reopen.py
-  says.
+So the acks a consumer had pending at the disconnection, and those it makes while it may be
+reconnecting, may be dropped: their messages stay acknowledged for the application but may come
+again, as often as the broker redelivers what is unacknowledged, and are not owed, until a cursor
+read settles each (model/transitions/acks.py, `settle`: shown, the ack arrived; missing with no
+ack pending, it was dropped and the message is owed). A flush (a close, a seek) cannot prove such an
+ack arrived. A consumer is known to be back once it receives a message published after the
+disconnection (that message came over its new connection); a seek disconnects it again as
+model/transitions/reopen.py says.
 
-A dropped ack leaves its message unacknowledged on the broker: owed again (AVAILABLE), whoever gets
-it next. The branches are states of the non-deterministic layer (model/nondet.py): one per prefix,
-so a consumer with n pending acks makes n + 1.
+One state stands for every way the drops may have fallen (which prefix of each consumer's acks
+reached the broker first): the exact set of states grows as the product over consumers of their
+pending acks at each unload, hundreds of states in a program of 50 ops, for no verdict a cursor
+read does not give.
 """
 
 from __future__ import annotations
 
-from itertools import product
-
-from model.state import ACKED, AVAILABLE, Consumer, State, replace_consumer, replace_messages
-from model.violations import Either, Result
+from model.state import ACKED, Consumer, State, replace_consumer, replace_messages
 
 
-def disconnected(state: State) -> Result:
-    """Every connected consumer loses its connection: it is reconnecting, and each one's pending
-    acks may have been cut at any point (the first branch keeps them all pending)."""
+def disconnected(state: State) -> State:
+    """Every connected consumer loses its connection: it is reconnecting, and what its pending acks
+    acknowledge may be dropped."""
     state = state.with_(consumers=tuple(c.with_(reconnecting=True) if c.connected else c for c in state.consumers))
-    cut = [c for c in state.connected() if c.pending_acks]
-    if not cut:
-        return state
-    branches = [state]
-    for kept in product(*[range(len(c.pending_acks), -1, -1) for c in cut]):
-        if all(k == len(c.pending_acks) for k, c in zip(kept, cut)):
-            continue  # the first branch
-        branch = state
-        for consumer, keep in zip(cut, kept):
-            branch = drop_pending(branch, consumer.name, keep=keep)
-        branches.append(branch)
-    return Either(tuple(branches))
+    return _may_be_dropped(state, [ack for c in state.connected() for ack in c.pending_acks])
 
 
-def acked_while_reconnecting(state: State, consumer_name: str) -> Result:
-    """After an ack on a consumer that may still be reconnecting: kept pending, or a flush without a
-    connection came after it and dropped everything pending."""
+def acked_while_reconnecting(state: State, consumer_name: str) -> State:
+    """After an ack on a consumer that may still be reconnecting: a flush without a connection may
+    come after it and drop everything pending."""
     consumer = state.consumer(consumer_name)
-    if consumer is None or not consumer.reconnecting or not consumer.pending_acks:
+    if consumer is None or not consumer.reconnecting:
         return state
-    return Either((state, drop_pending(state, consumer_name, keep=0)))
+    return _may_be_dropped(state, list(consumer.pending_acks))
 
 
 def back(state: State, consumer: Consumer) -> State:
@@ -64,19 +50,13 @@ def back(state: State, consumer: Consumer) -> State:
     return replace_consumer(state, consumer.with_(reconnecting=False)) if consumer.reconnecting else state
 
 
-def drop_pending(state: State, consumer_name: str, *, keep: int) -> State:
-    """The consumer's pending acks after the first `keep` never reach the broker: what only they
-    acknowledged is unacknowledged there, owed again."""
-    consumer = state.consumer(consumer_name)
-    kept, dropped = consumer.pending_acks[:keep], consumer.pending_acks[keep:]
-    if not dropped:
+def _may_be_dropped(state: State, acks: list) -> State:
+    if not acks:
         return state
-    still = [ack for c in state.connected() for ack in (kept if c.name == consumer_name else c.pending_acks)]
-    owed = {m.id: m.with_(status=AVAILABLE, holder=None, never_dispatched=False, ack_confirmed=False,
-                          dead_letter_unsure=False)
-            for m in state.messages
-            if m.status is ACKED and not m.ack_confirmed and covers(dropped, m.id) and not covers(still, m.id)}
-    return replace_messages(replace_consumer(state, consumer.with_(pending_acks=kept)), owed)
+    return replace_messages(state, {
+        m.id: m.with_(ack_may_be_dropped=True, extra_deliveries=max(m.extra_deliveries, 1))
+        for m in state.messages
+        if m.status is ACKED and not m.ack_confirmed and not m.ack_may_be_dropped and covers(acks, m.id)})
 
 
 def covers(acks, message_id) -> bool:

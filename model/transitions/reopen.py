@@ -51,9 +51,10 @@ def _seek(state: State, op: o.Seek) -> State:
             changed[message.id] = message.with_(status=AVAILABLE, holder=None, redelivery_from=None, redelivery_by=None,
                                                 ack_confirmed=False, count_lo=0, count_hi=message.count_hi + 1,
                                                 extra_deliveries=message.extra_deliveries + int(message.delivered),
-                                                skipped_by=op.consumer if skipped else None, dead_letter_unsure=False)
+                                                skipped_by=op.consumer if skipped else None, dead_letter_unsure=False,
+                                                ack_may_be_dropped=False)
         elif message.status is not ACKED or not message.ack_confirmed:
-            changed[message.id] = message.with_(status=ACKED, holder=None, ack_confirmed=True,
+            changed[message.id] = message.with_(status=ACKED, holder=None, ack_confirmed=True, ack_may_be_dropped=False,
                                                 extra_deliveries=0, redelivery_from=None, redelivery_by=None)
     state = unstall(replace_messages(state, changed))
     # The broker disconnects the subscription's consumers after the reset (the Java client's seek

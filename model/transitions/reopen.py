@@ -80,13 +80,19 @@ def reopen(state: State, *, persisted: bool) -> Result:
     for message in state.messages:
         if message.status is ACKED:
             if not persisted or not message.ack_confirmed:
+                # A copy the new dispatcher sends counts from 0 (shown by history
+                # broker-acked-copy-after-an-unload-counts-from-zero.traces-Key_Shared); one still in
+                # a receiver queue keeps the count it was dispatched with.
                 changed[message.id] = message.with_(extra_deliveries=message.extra_deliveries + 1,
-                                                    ack_confirmed=message.ack_confirmed and persisted)
+                                                    ack_confirmed=message.ack_confirmed and persisted, count_lo=0)
             elif message.count_hi:
                 changed[message.id] = message.with_(count_lo=0, count_hi=0)
         else:
+            # The new dispatcher counts from 0; a copy dispatched before, still in a receiver queue,
+            # keeps its count (shown by history broker-queued-copy-keeps-its-count-across-an-unload.
+            # traces-Key_Shared).
             changed[message.id] = message.with_(extra_deliveries=message.extra_deliveries + 1, never_dispatched=False,
-                                                redelivery_from=None, redelivery_by=None, count_lo=0, count_hi=0)
+                                                redelivery_from=None, redelivery_by=None, count_lo=0)
     state = unstall(replace_messages(state, changed))
     # The consumers reconnect; what their clients flush meanwhile may be dropped (reconnect.py).
     return disconnected(state.with_(cursor=cur.rewind(state.cursor), reopened_serial=state.serial + 1,

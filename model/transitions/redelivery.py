@@ -267,6 +267,12 @@ def entries_come_back(state: State, entries: set[int], *, counted: bool = False,
             # broker-partial-batch-ack-lost-with-its-copy.individual_ack-Exclusive).
             changed[m.id] = m.with_(status=AVAILABLE, never_dispatched=False, ack_confirmed=False,
                                     count_hi=m.count_hi + bump, dead_letter_unsure=False)
+        elif not state.spec.batch_index_ack and m.id.entry in partly_acked:
+            # Its ack is still pending, held with the copy it was made on: the new copies' acks do
+            # not complete that copy's batch, so whether the entry is ever acked is open (shown by
+            # history broker-partial-batch-ack-pending-when-its-entry-came-back.traces-Key_Shared).
+            changed[m.id] = m.with_(extra_deliveries=max(m.extra_deliveries + 1, 1), count_hi=m.count_hi + bump,
+                                    ack_may_be_dropped=True)
         else:
             changed[m.id] = m.with_(extra_deliveries=m.extra_deliveries + 1, count_hi=m.count_hi + bump)
     return replace_messages(state, changed)

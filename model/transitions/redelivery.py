@@ -180,6 +180,13 @@ def redeliver(state: State, consumer: str, at: int, *, window: tuple[int, int], 
             # and broker-maybe-dead-lettered-queued-copy-comes-twice.redelivery_count_and_dead_letter-Shared-dlq1).
             changed[message.id] = message.with_(count_hi=message.count_hi + 1,
                                                 extra_deliveries=message.extra_deliveries + 1)
+        elif message.status is ACKED and not message.ack_confirmed and message.extra_deliveries and tracked:
+            # Acknowledged, the ack not yet at the broker, with a copy still to come that may sit
+            # in this consumer's receiver queue: the broker counts it as pending here and
+            # dispatches it again (shown by history
+            # broker-acked-queued-copy-counted-by-a-redeliver.traces-Shared).
+            changed[message.id] = message.with_(count_hi=message.count_hi + 1,
+                                                extra_deliveries=message.extra_deliveries + 1)
         elif message.status is ACKED and not message.ack_confirmed and rewind:
             changed[message.id] = message.with_(extra_deliveries=message.extra_deliveries + 1)
         elif message.status is AVAILABLE:

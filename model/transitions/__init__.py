@@ -15,7 +15,9 @@ The modules, one idea each:
   entries coming back, dead-letter routing;
 - consumers.py: send, subscribe, close, the Failover switch and pause, Key_Shared binding;
 - reopen.py: unload, restart, crash, seek;
-- client_crash.py: crash_client, the client's process killed with its grouped acks unflushed.
+- client_crash.py: crash_client, the client's process killed with its grouped acks unflushed;
+- reconnect.py: a consumer reconnecting after the broker closed its connection, and the acks its
+  client may drop meanwhile.
 
 This module also keeps the clock: time only moves forward, and a redelivery window whose end has
 passed has certainly delivered.

@@ -43,7 +43,7 @@ MODEL = Path(__file__).resolve().parents[2] / "model"
 # The rule code: every function of the step modules; of the ideal broker, `respond` and what it calls.
 RULE_FILES = ("transitions/__init__.py", "transitions/acks.py", "transitions/consumers.py",
               "transitions/receive.py", "transitions/redelivery.py", "transitions/reopen.py",
-              "transitions/client_crash.py", "simulate.py")
+              "transitions/client_crash.py", "transitions/reconnect.py", "simulate.py")
 ROOTS = {"simulate.py": ("respond",)}
 OPERATORS = ("negate-condition", "drop-condition", "shift-bound", "skip-update", "swap-choices", "forget-field")
 

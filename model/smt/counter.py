@@ -166,9 +166,8 @@ def close_last(config: SymConfig, before: SymMessage, after: SymMessage) -> z3.B
 
 
 def reopen(config: SymConfig, before: SymMessage, after: SymMessage) -> z3.BoolRef:
-    """A new dispatcher, a new redelivery tracker: counts from 0; a copy still in a receiver queue
-    keeps the count it was dispatched with."""
-    return _same(before, after, count_lo=z3.IntVal(0), count_hi=before.count_hi)
+    """A new dispatcher, a new redelivery tracker."""
+    return _same(before, after, count_lo=z3.IntVal(0), count_hi=z3.IntVal(0))
 
 
 def seek(config: SymConfig, before: SymMessage, after: SymMessage) -> z3.BoolRef:
@@ -292,7 +291,7 @@ def count_rule(op: RedeliveryOp, config: SymConfig, before: SymMessage, after: S
         case RedeliveryOp.CLOSE_LAST:
             rule = z3.Implies(config.tracked, z3.And(after.count_lo == 0, after.count_hi == 0))
         case RedeliveryOp.REOPEN:
-            rule = z3.And(after.count_lo == 0, after.count_hi == before.count_hi)
+            rule = z3.And(after.count_lo == 0, after.count_hi == 0)
         case RedeliveryOp.SEEK:
             rule = after.count_lo == 0
         case _:

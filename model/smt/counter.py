@@ -16,7 +16,8 @@ transitions of model/transitions: redelivery, receive, consumers, reopen):
   max_redeliver_count, sends it to the dead-letter topic and acknowledges it instead;
 - a holder's close hands the message to the remaining consumers with its count unchanged; the last
   consumer's close drops the dispatcher's redelivery tracker (the count is 0 again);
-- a reopen (unload, restart, crash) starts a new dispatcher, with a new redelivery tracker;
+- a reopen (unload, restart, crash) starts a new dispatcher, with a new redelivery tracker (a copy
+  of an available message still in a receiver queue keeps its count);
 - a seek makes the message available again with a count from 0 to one more than before.
 
 The proofs (`prove_redelivery_count`, `prove_dead_letter`) support the guarantees
@@ -166,8 +167,10 @@ def close_last(config: SymConfig, before: SymMessage, after: SymMessage) -> z3.B
 
 
 def reopen(config: SymConfig, before: SymMessage, after: SymMessage) -> z3.BoolRef:
-    """A new dispatcher, a new redelivery tracker."""
-    return _same(before, after, count_lo=z3.IntVal(0), count_hi=z3.IntVal(0))
+    """A new dispatcher, a new redelivery tracker: counts from 0; a copy of an available message
+    still in a receiver queue keeps the count it was dispatched with (a held one has no such copy)."""
+    queued = z3.If(before.status == SymStatus.AVAILABLE, before.count_hi, z3.IntVal(0))
+    return _same(before, after, count_lo=z3.IntVal(0), count_hi=queued)
 
 
 def seek(config: SymConfig, before: SymMessage, after: SymMessage) -> z3.BoolRef:
@@ -279,7 +282,8 @@ class MessageCounterexample:
 
 def count_rule(op: RedeliveryOp, config: SymConfig, before: SymMessage, after: SymMessage) -> z3.BoolRef:
     """count+1 on a redelivery (Shared/Key_Shared), unchanged on a close, 0 on a reset (last close,
-    reopen; a seek may restart it), never lower otherwise; always 0 without a tracker."""
+    reopen, where only a queued copy may keep its count; a seek may restart it), never lower
+    otherwise; always 0 without a tracker."""
     count = before.count_lo
     untracked = z3.Implies(z3.Not(config.tracked), after.count_lo == 0)
     match op:
@@ -291,7 +295,8 @@ def count_rule(op: RedeliveryOp, config: SymConfig, before: SymMessage, after: S
         case RedeliveryOp.CLOSE_LAST:
             rule = z3.Implies(config.tracked, z3.And(after.count_lo == 0, after.count_hi == 0))
         case RedeliveryOp.REOPEN:
-            rule = z3.And(after.count_lo == 0, after.count_hi == 0)
+            rule = z3.And(after.count_lo == 0, after.count_hi <= before.count_hi,
+                          z3.Implies(before.status == SymStatus.HELD, after.count_hi == 0))
         case RedeliveryOp.SEEK:
             rule = after.count_lo == 0
         case _:

@@ -88,12 +88,13 @@ def reopen(state: State, *, persisted: bool) -> Result:
             elif message.count_hi:
                 changed[message.id] = message.with_(count_lo=0, count_hi=0)
         else:
-            # The new dispatcher counts from 0. (A copy dispatched before, still in a receiver
-            # queue, keeps its count: history broker-queued-copy-keeps-its-count-across-an-unload.
-            # traces-Key_Shared, which the model still refuses; the proofs of model/smt/counter.py
-            # hold a held message's count to one value.)
+            # The new dispatcher counts from 0; a copy of a message not held, dispatched before and
+            # still in a receiver queue, keeps the count it was dispatched with (shown by history
+            # broker-queued-copy-keeps-its-count-across-an-unload.traces-Key_Shared). A held one
+            # has no such copy: it comes again from the new dispatcher only.
+            queued_hi = message.count_hi if message.status is AVAILABLE else 0
             changed[message.id] = message.with_(extra_deliveries=message.extra_deliveries + 1, never_dispatched=False,
-                                                redelivery_from=None, redelivery_by=None, count_lo=0, count_hi=0)
+                                                redelivery_from=None, redelivery_by=None, count_lo=0, count_hi=queued_hi)
     state = unstall(replace_messages(state, changed))
     # The consumers reconnect; what their clients flush meanwhile may be dropped (reconnect.py).
     return disconnected(state.with_(cursor=cur.rewind(state.cursor), reopened_serial=state.serial + 1,

@@ -17,7 +17,7 @@ from model import cursor as cur
 from model import ops as o
 from model.checks import check_ack, check_cumulative_refused_on_shared, check_cursor, cursor_bounds
 from model.state import ACKED, AVAILABLE, HELD, Consumer, State, replace_consumer, replace_message, replace_messages
-from model.transitions.reconnect import acked_while_reconnecting
+from model.transitions.reconnect import acked_while_reconnecting, covers
 from model.violations import CursorPrefixQuestion, Result
 
 
@@ -186,7 +186,7 @@ def read_cursor(state: State, op: o.ReadCursor, completion: o.Completion) -> Res
 def settle(state: State, observed: cur.Cursor) -> State:
     """Make the model's broker cursor the observed one: what it shows is confirmed, what it does not
     show and no pending ack can still bring is unacknowledged again (it will be redelivered)."""
-    pending = {m for c in state.connected() for _, m in c.pending_acks}
+    pending = tuple(ack for c in state.connected() for ack in c.pending_acks)
     changed = {}
     for message in state.messages:
         acked_on_broker = observed.is_acknowledged(message.id.entry)
@@ -195,8 +195,7 @@ def settle(state: State, observed: cur.Cursor) -> State:
             doubt = int(message.ack_in_doubt)
             changed[message.id] = message.with_(ack_confirmed=True, ack_in_doubt=False, ack_may_be_dropped=False,
                                                 extra_deliveries=max(message.extra_deliveries - doubt, 0))
-        elif not acked_on_broker and message.status is ACKED and message.id not in pending and not any(
-                kind == "cumulative" and m >= message.id for c in state.connected() for kind, m in c.pending_acks):
+        elif not acked_on_broker and message.status is ACKED and not covers(pending, message.id):
             if message.id.index >= 0:
                 # Without batch-index acks a partial batch ack is held by the client (the entry is
                 # not deleted yet); with them the broker keeps the index in the cursor's batch

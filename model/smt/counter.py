@@ -168,7 +168,8 @@ def close_last(config: SymConfig, before: SymMessage, after: SymMessage) -> z3.B
 
 def reopen(config: SymConfig, before: SymMessage, after: SymMessage) -> z3.BoolRef:
     """A new dispatcher, a new redelivery tracker: counts from 0; a copy of an available message
-    still in a receiver queue keeps the count it was dispatched with (a held one has no such copy)."""
+    still in a receiver queue keeps the count it was dispatched with. A held message here has no
+    copy queued elsewhere (the model's extra deliveries are outside this encoding, as at a receive)."""
     queued = z3.If(before.status == SymStatus.AVAILABLE, before.count_hi, z3.IntVal(0))
     return _same(before, after, count_lo=z3.IntVal(0), count_hi=queued)
 

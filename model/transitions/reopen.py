@@ -88,11 +88,13 @@ def reopen(state: State, *, persisted: bool) -> Result:
             elif message.count_hi:
                 changed[message.id] = message.with_(count_lo=0, count_hi=0)
         else:
-            # The new dispatcher counts from 0; a copy of a message not held, dispatched before and
-            # still in a receiver queue, keeps the count it was dispatched with (shown by history
-            # broker-queued-copy-keeps-its-count-across-an-unload.traces-Key_Shared). A held one
-            # has no such copy: it comes again from the new dispatcher only.
-            queued_hi = message.count_hi if message.status is AVAILABLE else 0
+            # The new dispatcher counts from 0; a copy dispatched before and still in a receiver
+            # queue keeps the count it was dispatched with: of a message not held (shown by history
+            # broker-queued-copy-keeps-its-count-across-an-unload.traces-Key_Shared), or of a held
+            # one with copies that may still come (its extra deliveries: history
+            # broker-held-message-queued-elsewhere-keeps-its-count-across-an-unload.traces-Shared).
+            # A held one without comes again from the new dispatcher only.
+            queued_hi = message.count_hi if message.status is AVAILABLE or message.extra_deliveries else 0
             changed[message.id] = message.with_(extra_deliveries=message.extra_deliveries + 1, never_dispatched=False,
                                                 redelivery_from=None, redelivery_by=None, count_lo=0, count_hi=queued_hi)
     state = unstall(replace_messages(state, changed))

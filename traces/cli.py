@@ -2,16 +2,19 @@
 
     python -m traces generate --out CORPUS [--programs N] [--steps S] [--seed X] [--matrix FIELD=V1,V2 ...]
     python -m traces record --corpus CORPUS --out RECORDING --target model|pulsar|package.module:factory
-                            [--service-url pulsar://... --admin-url http://...] [--check [--check-out CHECK]]
+                            [--service-url pulsar://... --admin-url http://...] [--concurrency N]
+                            [--check [--check-out CHECK]]
     python -m traces diff EXPECTED OBSERVED --out DIFF [--fail-on-divergence]
-    python -m traces check CORPUS --out CHECK [--partitions N] [--fail-on-violation]
+    python -m traces check CORPUS --out CHECK [--partitions N] [--fail-on-violation] [--against OLD_CHECK]
+    python -m traces compare BEFORE_CHECK AFTER_CHECK --out COMPARISON [--fail-on-change]
     python -m traces validate PATH
 
 Every job takes --master (default local[*], or what spark-submit set), --driver-memory, --conf
 KEY=VALUE and --overwrite (an existing output is refused without it; with it, only a corpus, a
 recording, a diff or a check these jobs wrote is replaced, never another folder). Exit status: 0
 done, 1 the diff found divergences and --fail-on-divergence was given (or the check found a
-violation and --fail-on-violation was given), 2 bad input or usage, 3 the Spark job failed (its
+violation and --fail-on-violation was given, or a comparison found a changed verdict and
+--fail-on-change was given), 2 bad input or usage, 3 the Spark job failed (its
 output is not published; a recording can be resumed).
 """
 
@@ -27,6 +30,14 @@ from traces.specs import MatrixError, parse_matrix
 from traces.targets import TargetError, TargetSpec
 
 log = logging.getLogger("traces")
+RECORD_CONCURRENCY = 16  # programs at once per task on a broker (BENCHMARKS, "Trace recording on the broker")
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text}")
+    return value
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -65,6 +76,9 @@ def parser() -> argparse.ArgumentParser:
     for flag, settings in OPTIONS:  # for --service-url and --admin-url
         rec.add_argument(flag, **settings)
     rec.add_argument("--chunk-programs", type=int, default=500, help="programs per chunk file (default 500)")
+    rec.add_argument("--concurrency", type=_positive, default=None, metavar="N",
+                     help="programs recorded at once per Spark task, each on a target (a client) of its own "
+                          f"(default {RECORD_CONCURRENCY} on a broker, 1 on the model, whose programs never wait)")
     rec.add_argument("--overwrite", action="store_true", help="record again from scratch")
     rec.add_argument("--check", action="store_true",
                      help="check the recording against the model once it is complete (as traces check does)")
@@ -87,7 +101,23 @@ def parser() -> argparse.ArgumentParser:
                      help="partitions the programs are checked in (default: 4 per core)")
     chk.add_argument("--overwrite", action="store_true")
     chk.add_argument("--fail-on-violation", action="store_true", help="exit 1 when any program breaks a guarantee")
+    chk.add_argument("--against", default=None, metavar="OLD_CHECK",
+                     help="an earlier check of the same corpus (another model version): compare the verdicts")
+    chk.add_argument("--compare-out", default=None, help="where the comparison goes (default: CHECK-compare)")
+    chk.add_argument("--fail-on-change", action="store_true", help="with --against: exit 1 when a verdict changed")
     _common(chk)
+
+    cmp = sub.add_parser("compare", help="two checks' verdicts per program and per signature, and the corpora's "
+                                         "distributions")
+    cmp.add_argument("before", help="a `traces check` output")
+    cmp.add_argument("after", help="another `traces check` output (the same corpus re-checked, or a corpus "
+                                   "recorded from the same seeds elsewhere)")
+    cmp.add_argument("--out", required=True, help="directory for changes/, summary.json, summary.md")
+    cmp.add_argument("--overwrite", action="store_true")
+    cmp.add_argument("--no-distributions", action="store_true", help="skip reading the corpora's events")
+    cmp.add_argument("--fail-on-change", action="store_true",
+                     help="exit 1 when a program's verdict or signature changed, or is on one side only")
+    _common(cmp)
 
     val = sub.add_parser("validate", help="check a corpus, Parquet events or a history against the schema")
     val.add_argument("path")
@@ -144,6 +174,28 @@ def _check_out(args: argparse.Namespace):
     return check_out
 
 
+def _compare_out(args: argparse.Namespace):
+    """check --against: where the comparison goes, refused before anything is checked if it exists
+    (without --overwrite) or is one of the inputs."""
+    from pathlib import Path
+
+    from traces.corpus import refuse_existing
+
+    if args.against is None:
+        if args.compare_out or args.fail_on_change:
+            raise ValueError("--compare-out and --fail-on-change go with --against")
+        return None
+    check = Path(args.out).absolute()
+    out = Path(args.compare_out).absolute() if args.compare_out else check.with_name(f"{check.name}-compare")
+    refuse_existing(out, overwrite=args.overwrite, inputs=(Path(args.corpus), Path(args.against), check))
+    return out
+
+
+def _changed(compared: dict) -> bool:
+    programs = compared["programs"]
+    return bool(programs["changed"] or programs["only_before"] or programs["only_after"])
+
+
 def job_finished() -> None:
     from traces.session import job_finished as finished
 
@@ -172,8 +224,9 @@ def main(argv: list[str] | None = None) -> int:
 
             check_out = _check_out(args)
             spark = _session(args)
+            concurrency = args.concurrency or (1 if target.name == "model" else RECORD_CONCURRENCY)
             record.run(spark, args.corpus, args.out, target=target, chunk_programs=args.chunk_programs,
-                       overwrite=args.overwrite)
+                       overwrite=args.overwrite, concurrency=concurrency)
             if check_out is not None:
                 from traces.jobs import check
 
@@ -181,9 +234,23 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "check":
             from traces.jobs import check
 
-            summary = check.run(_session(args), args.corpus, args.out, overwrite=args.overwrite,
-                                partitions=args.partitions)
+            compare_out = _compare_out(args)
+            spark = _session(args)
+            summary = check.run(spark, args.corpus, args.out, overwrite=args.overwrite, partitions=args.partitions)
             if args.fail_on_violation and summary["verdicts"]["violation"]:
+                status = 1
+            if compare_out is not None:
+                from traces.jobs import compare
+
+                compared = compare.run(spark, args.against, args.out, compare_out, overwrite=args.overwrite)
+                if args.fail_on_change and _changed(compared):
+                    status = 1
+        elif args.command == "compare":
+            from traces.jobs import compare
+
+            compared = compare.run(_session(args), args.before, args.after, args.out, overwrite=args.overwrite,
+                                   with_distributions=not args.no_distributions)
+            if args.fail_on_change and _changed(compared):
                 status = 1
         elif args.command == "diff":
             from traces.jobs import diff

@@ -68,7 +68,7 @@ def _set_aside(out: Path) -> Path | None:
 
 
 def run(spark: SparkSession, source: str | Path, out: str | Path, *, target: TargetSpec, chunk_programs: int = 500,
-        overwrite: bool = False) -> dict:
+        overwrite: bool = False, concurrency: int = 1) -> dict:
     target.check()
     source, out = Path(source).absolute(), Path(out).absolute()
     c.check_overlap(out, (source,))
@@ -103,7 +103,7 @@ def run(spark: SparkSession, source: str | Path, out: str | Path, *, target: Tar
         pending = (corpus.events.join(assigned, on=list(KEY), how="inner")
                    .repartition(min(pending_total, 4 * spark.sparkContext.defaultParallelism), PARTITION, "chunk")
                    .sortWithinPartitions(PARTITION, "chunk", "program_id", "step"))
-        plan = RecordPlan(out=str(out), target=target, run=state["run"])
+        plan = RecordPlan(out=str(out), target=target, run=state["run"], concurrency=concurrency)
         with progress(spark, "record"):
             status = pending.mapInArrow(partial(record_batches, plan), TASK_STATUS_SCHEMA).collect()
         log.info("record: %d chunks recorded now (%d programs, %d resumed from journals)", len(status),

@@ -33,7 +33,11 @@ def acknowledge(state: State, op: o.Acknowledge, completion: o.Completion) -> Re
     # bring the whole batch entry back (no stored test yet: on the broker, after a nack of m1.2
     # and an ack of m1.0, m1.0 came again).
     requested = message.status is HELD and message.redelivery_from is not None
-    extra = message.extra_deliveries + (1 if requested else 0)
+    # Acked when its redelivery had landed (back for redelivery, the application still holding its
+    # copy): the redelivery may be dispatched already (shown by history
+    # broker-acked-after-its-redelivery-landed.traces-Shared).
+    landed = message.status is AVAILABLE and message.delivered
+    extra = message.extra_deliveries + (1 if requested or landed else 0)
     # The count that request added may never happen: a close before the nack delay drops it with
     # the client's tracker (shown by history broker-dropped-nack-leaves-the-count.batches-Shared).
     lo = max(message.count_lo - 1, 0) if requested and state.spec.subscription_type.tracks_redelivery_count \

@@ -170,8 +170,11 @@ def redeliver(state: State, consumer: str, at: int, *, window: tuple[int, int], 
             # Another consumer's application holds it, and a copy still to come (dispatched again
             # by an earlier request) may sit in this consumer's receiver queue: the broker counts
             # it as pending here, once per request (shown by history
-            # broker-queued-copy-counted-by-another-consumers-redeliver.redelivery_count_and_dead_letter-Shared).
-            changed[message.id] = message.with_(count_hi=message.count_hi + 1)
+            # broker-queued-copy-counted-by-another-consumers-redeliver.redelivery_count_and_dead_letter-Shared),
+            # and dispatches it again while the client still hands out the queued copy (shown by
+            # history broker-stale-queued-copy-received-after-a-redeliver.traces-Shared).
+            changed[message.id] = message.with_(count_hi=message.count_hi + 1,
+                                                extra_deliveries=message.extra_deliveries + 1)
         elif message.status is ACKED and message.dead_letter_unsure and message.extra_deliveries and tracked:
             # A copy of a message its client may have dead-lettered may sit in this consumer's
             # receiver queue: the broker counts it as pending here and dispatches it again, while

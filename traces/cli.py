@@ -30,7 +30,7 @@ from traces.specs import MatrixError, parse_matrix
 from traces.targets import TargetError, TargetSpec
 
 log = logging.getLogger("traces")
-RECORD_CONCURRENCY = 16  # programs at once per task on a broker (BENCHMARKS, "Trace recording on the broker")
+RECORD_CONCURRENCY = 8  # programs at once per task on a broker (BENCHMARKS, "Trace recording on the broker")
 
 
 def _positive(text: str) -> int:

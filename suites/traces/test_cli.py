@@ -37,8 +37,16 @@ def test_existing_output_exits_2(small, capsys):
     (["record", "--corpus", "x", "--out", "y", "--target", "pulsar"], "needs --service-url and --admin-url"),
     (["record", "--corpus", "x", "--out", "y", "--target", "nonsense"], "expected model, pulsar or package.module"),
     (["generate", "--out", "z", "--matrix", "subscription_type=Queue"], "not one of"),
+    (["check", "x", "--out", "y", "--fail-on-change"], "go with --against"),
+    (["compare", "/nonexistent/a", "/nonexistent/b", "--out", "c"], "not the output of `traces check`"),
 ])
 def test_bad_input_exits_2_with_one_message(argv, message, capsys):
     assert main([*argv, "-q"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and message in err and "Traceback" not in err
+
+
+def test_a_concurrency_below_one_is_refused(capsys):
+    with pytest.raises(SystemExit) as exited:
+        main(["record", "--corpus", "x", "--out", "y", "--concurrency", "0"])
+    assert exited.value.code == 2 and "expected a positive number, got 0" in capsys.readouterr().err

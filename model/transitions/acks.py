@@ -52,11 +52,13 @@ def acknowledge(state: State, op: o.Acknowledge, completion: o.Completion) -> Re
     state = replace_message(state, acked)
     if op.message.index >= 0 and state.spec.batch_index_ack and state.spec.subscription_type.tracks_redelivery_count:
         # The tracker counts per entry and forgets the entry at a batch-index ack: the other
-        # indexes' copies to come are counted from nothing again, a redelivery already requested
-        # counted once if the ack reached the broker first (shown by history
-        # broker-batch-index-ack-resets-the-entry-count.batches-Shared-batch-index-ack).
+        # indexes' copies to come are counted from nothing again (shown by history
+        # broker-batch-index-ack-resets-the-entry-count.batches-Shared-batch-index-ack), also those
+        # of a redelivery already requested, when the ack arrives between the request and the
+        # dispatch (shown by history
+        # broker-batch-index-ack-after-a-nack-lets-the-entry-come-uncounted.batches-Shared-batch-index-ack).
         state = replace_messages(state, {
-            m.id: m.with_(older_copy_count=min(m.older_copy_count, 1 if m.redelivery_from is not None else 0))
+            m.id: m.with_(older_copy_count=0)
             for m in state.messages if m.id.entry == op.message.entry and m.id != op.message})
     return acked_while_reconnecting(_pending_or_confirmed(state, consumer, "individual", op.message, completion),
                                     op.consumer)

@@ -18,6 +18,7 @@ import pulsar
 import pytest
 
 from fixtures.pulsar import drain
+from suites.broker.dead_letter import batch_received, dead_lettering
 
 pytestmark = pytest.mark.broker
 
@@ -25,17 +26,8 @@ pytestmark = pytest.mark.broker
 @pytest.mark.guarantee("no-loss", "dead-letter")
 def test_a_nack_of_one_batch_index_past_the_limit_dead_letters_the_whole_batch(pulsar_client, names):
     topic = names.topic()
-    letters = pulsar_client.subscribe(f"{topic}-dlq", "letters")
-    consumer = pulsar_client.subscribe(topic, "app", consumer_type=pulsar.ConsumerType.Shared,
-                                       negative_ack_redelivery_delay_ms=100,
-                                       dead_letter_policy=pulsar.ConsumerDeadLetterPolicy(1, f"{topic}-dlq"))
-    producer = pulsar_client.create_producer(topic, batching_enabled=True, batching_max_messages=1000,
-                                             batching_max_publish_delay_ms=60_000)
-    for index in range(3):
-        producer.send_async(f"m0.{index}".encode(), None)
-    producer.flush()
-    first = drain(consumer, idle_ms=500)
-    assert [(m.data(), m.redelivery_count()) for m in first] == [(b"m0.0", 0), (b"m0.1", 0), (b"m0.2", 0)]
+    letters, consumer = dead_lettering(pulsar_client, topic)
+    producer, first = batch_received(pulsar_client, topic, consumer)
     consumer.negative_acknowledge(first[1])
     again = drain(consumer, idle_ms=1000)  # the whole entry comes back, counted once
     assert [(m.data(), m.redelivery_count()) for m in again] == [(b"m0.0", 1), (b"m0.1", 1), (b"m0.2", 1)]

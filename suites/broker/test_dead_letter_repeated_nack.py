@@ -19,6 +19,7 @@ import pulsar
 import pytest
 
 from fixtures.pulsar import drain
+from suites.broker.dead_letter import batch_received, dead_lettering
 
 pytestmark = pytest.mark.broker
 
@@ -27,10 +28,7 @@ def nacked(pulsar_client, topic, *, gap_s):
     """m0 received and nacked twice `gap_s` apart (None: once), with max redeliveries 1; after the
     redelivery lands, the consumer closes without receiving again. What comes to the next consumer,
     and what went to the dead-letter topic."""
-    letters = pulsar_client.subscribe(f"{topic}-dlq", "letters")
-    consumer = pulsar_client.subscribe(topic, "app", consumer_type=pulsar.ConsumerType.Shared,
-                                       negative_ack_redelivery_delay_ms=100,
-                                       dead_letter_policy=pulsar.ConsumerDeadLetterPolicy(1, f"{topic}-dlq"))
+    letters, consumer = dead_lettering(pulsar_client, topic)
     producer = pulsar_client.create_producer(topic, batching_enabled=False)
     producer.send(b"m0")
     message = consumer.receive(5000)
@@ -67,17 +65,8 @@ def test_two_indexes_of_one_batch_nacked_apart_dead_letter_the_whole_batch(pulsa
     milliseconds apart ask twice, and the second ask dead-letters the whole batch's copy of count 1
     (KD-32's whole batch, by KD-33's second ask): three messages lost, none nacked past the limit."""
     topic = names.topic()
-    letters = pulsar_client.subscribe(f"{topic}-dlq", "letters")
-    consumer = pulsar_client.subscribe(topic, "app", consumer_type=pulsar.ConsumerType.Shared,
-                                       negative_ack_redelivery_delay_ms=100,
-                                       dead_letter_policy=pulsar.ConsumerDeadLetterPolicy(1, f"{topic}-dlq"))
-    producer = pulsar_client.create_producer(topic, batching_enabled=True, batching_max_messages=1000,
-                                             batching_max_publish_delay_ms=60_000)
-    for index in range(3):
-        producer.send_async(f"m0.{index}".encode(), None)
-    producer.flush()
-    first = drain(consumer, idle_ms=500)
-    assert [(m.data(), m.redelivery_count()) for m in first] == [(b"m0.0", 0), (b"m0.1", 0), (b"m0.2", 0)]
+    letters, consumer = dead_lettering(pulsar_client, topic)
+    producer, first = batch_received(pulsar_client, topic, consumer)
     consumer.negative_acknowledge(first[0])
     time.sleep(0.02)
     consumer.negative_acknowledge(first[2])

@@ -188,7 +188,12 @@ def run(spark: SparkSession, before: str | Path, after: str | Path, out: str | P
         }
         if with_distributions:
             with progress(spark, "compare: distributions"):
-                summary["distributions"] = {side: _corpus_distributions(spark, summaries[side], side) for side in SIDES}
+                before_d = _corpus_distributions(spark, summaries["before"], "before")
+                same = (summaries["before"].get("corpus") or {}).get("path") == \
+                    (summaries["after"].get("corpus") or {}).get("path")
+                # check --against re-checks one corpus: its distributions are read once
+                summary["distributions"] = {"before": before_d, "after": before_d if same else
+                                            _corpus_distributions(spark, summaries["after"], "after")}
         summary["seconds"] = round(time.monotonic() - started, 2)
         c.write_json(staging / c.SUMMARY, summary)
         (staging / "summary.md").write_text(markdown(summary), encoding="utf-8")

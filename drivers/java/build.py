@@ -3,10 +3,13 @@ once per Pulsar version into the project's ignored folder, and the command that 
 
 `build(version)` runs Maven with the machine's Java 17+ on `pom.xml`, with the client's version as
 the `pulsar.version` property: the classes and the client's class path (from Maven Central) land
-in `.pulsar/drivers/java/<version>/`. A build is redone only when the pom or a source changed
-(their hash is kept in the folder's stamp); it goes to a scratch folder first and is renamed into
-place only when complete. What is missing (mvn, javac, Maven Central) is a clear `BuildError`
-with Maven's error lines.
+in `.pulsar/drivers/java/<version>/`, the classes also as `driver.jar`. A build is redone only when
+the pom or a source changed (their hash is kept in the folder's stamp); it goes to a scratch folder
+first and is renamed into place only when complete. What is missing (mvn, javac, Maven Central) is
+a clear `BuildError` with Maven's error lines.
+
+The command maps the driver's class-data archive when there is one (drivers/java/warm.py); the
+JVM's own log lines go to stderr, never into the protocol on stdout.
 """
 
 from __future__ import annotations
@@ -16,16 +19,21 @@ import shutil
 import subprocess
 import sys
 import time
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
+from drivers.java.warm import WarmUp, archive_path, make_archive
 from fixtures.broker.config import default_version, parse_version, state_root
 from fixtures.broker.provision import find_java
 from fixtures.scratch import replacing
 
 PROJECT = Path(__file__).resolve().parent
 MAIN_CLASS = "org.apache.pulsar.conformance.Main"
-JVM_OPTIONS = ("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
+JVM_OPTIONS = ("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+               # The JVM logs its warnings to stdout by default, where the protocol's replies go.
+               "-Xlog:disable", "-Xlog:all=warning:stderr")
+JAR = "driver.jar"  # the driver's classes: a class-data archive maps classes from jars only
 _STAMP = "BUILT"
 _MAVEN_TAIL_LINES = 25
 
@@ -48,7 +56,7 @@ def sources_hash() -> str:
 
 def up_to_date(version: str) -> bool:
     stamp = build_dir(version) / _STAMP
-    return stamp.exists() and stamp.read_text().splitlines()[0] == sources_hash()
+    return stamp.exists() and stamp.read_text().splitlines()[0] == sources_hash() and (build_dir(version) / JAR).exists()
 
 
 def build(version: str | None = None, *, force: bool = False, say: Callable[[str], None] | None = None) -> Path:
@@ -94,6 +102,7 @@ def _build(version: str, target: Path) -> Path:
             tail = "\n".join(errors[:_MAVEN_TAIL_LINES] if errors else lines[-_MAVEN_TAIL_LINES:])
             raise BuildError(f"Maven could not build the Java driver for pulsar-client {version} (exit "
                              f"{done.returncode}; is Maven Central reachable?); its errors:\n{tail}")
+        _jar(scratch / "classes", scratch / JAR)
         jars = sorted(p.name for p in (scratch / "lib").glob("*.jar"))
         if f"pulsar-client-{version}.jar" not in jars or not (scratch / "classes").is_dir():
             raise BuildError(f"Maven finished but pulsar-client-{version}.jar or the driver's classes are missing "
@@ -103,7 +112,25 @@ def _build(version: str, target: Path) -> Path:
     return target
 
 
-def command(version: str | None = None, *, say: Callable[[str], None] | None = None) -> tuple[str, ...]:
-    """The command that starts the Java driver (built first when it is not up to date)."""
+def command(version: str | None = None, *, say: Callable[[str], None] | None = None,
+            warm_on: WarmUp | None = None) -> tuple[str, ...]:
+    """The command that starts the Java driver (built first when it is not up to date), with its
+    class-data archive when there is one for this JVM; `warm_on` (a broker the run uses) makes it
+    first when there is none (drivers/java/warm.py)."""
     folder = build(version, say=say)
-    return (str(find_java()), *JVM_OPTIONS, "-cp", f"{folder / 'classes'}:{folder / 'lib' / '*'}", MAIN_CLASS)
+    java = find_java()
+    classpath = f"{folder / JAR}:{folder / 'lib' / '*'}"
+    plain = (str(java), *JVM_OPTIONS, "-cp", classpath, MAIN_CLASS)
+    archive = archive_path(folder, java)
+    if not archive.exists() and warm_on is not None:
+        make_archive(plain, archive, warm_on)
+    shared = (f"-XX:SharedArchiveFile={archive}",) if archive.exists() else ()
+    return (str(java), *JVM_OPTIONS, *shared, "-cp", classpath, MAIN_CLASS)
+
+
+def _jar(classes: Path, jar: Path) -> None:
+    """The compiled classes as a jar, its entries in a fixed order."""
+    with zipfile.ZipFile(jar, "w", zipfile.ZIP_DEFLATED) as out:
+        for path in sorted(classes.rglob("*")):
+            if path.is_file():
+                out.write(path, path.relative_to(classes).as_posix())

@@ -25,6 +25,7 @@ def _built(version: str):
     """A build folder of `version` that is up to date (what `python -m drivers.java build` leaves)."""
     folder = java_build.build_dir(version)
     (folder / "classes").mkdir(parents=True)
+    (folder / java_build.JAR).write_bytes(b"")
     (folder / "BUILT").write_text(f"{java_build.sources_hash()}\npulsar-client {version}: faked\n")
     return folder
 
@@ -51,7 +52,7 @@ def test_the_java_driver_is_the_build_of_the_pulsar_version_option(tmp_path):
     assert said == []  # up to date: nothing built
     assert chosen == tmp_path / "drivers" / "java" / "3.0.12"
     classpath = driver_command("java", version="3.0.12")[-2]
-    assert classpath.startswith(f"{chosen / 'classes'}:")
+    assert classpath.startswith(f"{chosen / java_build.JAR}:")
 
 
 def test_a_missing_build_is_built_and_says_so_or_names_the_command(monkeypatch, tmp_path):

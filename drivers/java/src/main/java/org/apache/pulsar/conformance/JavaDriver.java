@@ -94,9 +94,11 @@ final class JavaDriver {
     }
 
     void close() throws PulsarClientException {
-        closeProgram();
+        closeProgram();  // its producers and consumers closed, their sends and acks flushed
         if (client != null) {
-            client.close();
+            // What is left is the event loop's graceful shutdown (two seconds of quiet period), which
+            // the process's exit right after this reply ends anyway.
+            client.closeAsync();
             client = null;
         }
     }
@@ -126,10 +128,12 @@ final class JavaDriver {
         producer = batchProducer = null;
         if (!spec.path("max_redeliver_count").isNull() && !spec.path("max_redeliver_count").isMissingNode()
                 && client != null) {
-            // A program with a dead-letter policy gets a client of its own, closed before the suite
-            // deletes its topics: closing the client closes the dead-letter producers its consumers
-            // made in the background (as the Python driver does).
-            client.close();
+            // A program with a dead-letter policy gets a client of its own: closing the client closes
+            // the dead-letter producers its consumers made in the background (as the Python driver
+            // does). Not waited for: the client's close ends with its event loop's graceful
+            // shutdown, two seconds of quiet period, and the suite deletes dead-letter topics only
+            // when the run ends.
+            client.closeAsync();
             client = newClient();
         }
     }

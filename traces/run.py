@@ -296,7 +296,6 @@ class _Chunk:
             self.done[pid] = events
 
     def finish(self) -> pa.RecordBatch:
-        self.handle.close()
         events = [e for pid in sorted(self.done) for e in sorted(self.done[pid], key=lambda e: e.step)]
         repeated = [(len(self.done[pid]), (pid, self.key, self.done[pid][0].spec)) for pid in sorted(self.done)]
         if events:

@@ -7,17 +7,21 @@ on every spec of the catalog, so every subscription type and knob); a program on
 completion differs tells them apart, and the shortest such prefix is the evidence. A mutant no
 program tells apart is set aside as equivalent, with the number of programs and the specs tried.
 
-A distinguishing program is then given to the checker (the real model, in lock-step, with a drain
-at its end): when the checker refuses the mutant's answers, the guarantee it names is what the
-catalog's programs missed (a generation gap; or, for completion times that go back, that the
-history is malformed); when it accepts them, the mutant answers as a broker
-the model allows (another of the choices the model leaves open), which no check can refuse.
+Every distinguishing program (its prefix up to the first differing answer) is then given to the
+checker (the real model, in lock-step, with a drain at its end). When the checker refuses the
+mutant's answers on one of them, the guarantee it names is what the catalog's programs missed (a
+generation gap; or, for completion times that go back, that the history is malformed): the
+shortest refused program is the evidence. When it accepts them on every one, the mutant answers as
+a broker the model allows (another of the choices the model leaves open, a later completion time):
+it is another conforming broker, which no check can refuse, and is set aside as allowed, with the
+number of programs that told it apart. Whether the model is right to allow it is the evidence
+report's question (suites/quality/evidence.py: the rules no broker history pins down).
 """
 
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from fixtures.targets.lockstep import ConformanceFailure, Lockstep
 from fixtures.targets.model_target import ModelTarget
@@ -66,7 +70,7 @@ def reference_programs(count: int, steps: int = PROGRAM_STEPS) -> list[Program]:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Distinction:
-    """The shortest program found on which the mutant answers otherwise than the model."""
+    """A program on which the mutant answers otherwise than the model, and the checker's word on it."""
 
     program: Program
     length: int  # ops of the program up to and including the first differing answer
@@ -74,26 +78,39 @@ class Distinction:
     got: o.Completion | str  # the mutant's answer, or the exception it raised
     refused_as: str | None = None  # the guarantee the checker names, or None if it allows the answers
     refusal: str = ""
+    told_apart: int = 1  # how many of the programs tell the mutant apart (each judged by the checker)
+
+    @property
+    def allowed(self) -> bool:
+        """The checker accepted the mutant's answers (neither refused them nor failed to run them)."""
+        return self.refused_as is None and not self.refusal
 
 
 def distinguish(make_mutant, programs: list[Program]) -> Distinction | None:
-    """The shortest distinguishing prefix over `programs`, or None if none tells the mutant apart."""
-    best: Distinction | None = None
-    for program in programs:
-        limit = best.length - 1 if best else len(program.trace)
-        if limit <= 0:
-            break
-        target = make_mutant()
-        target.reset(program.spec, f"program-{program.seed}")
-        for i, (op, expected) in enumerate(program.trace[:limit]):
-            try:
-                got = target.invoke(op)
-            except Exception as error:  # noqa: BLE001  (a crash tells the mutant apart too)
-                got = f"{type(error).__name__}: {error}"
-            if got != expected:
-                best = Distinction(program=program, length=i + 1, expected=expected, got=got)
-                break
-    return best if best is None else _judged(best, make_mutant)
+    """None if no program tells the mutant apart; else the shortest distinguishing prefix the checker
+    refuses, or, when it refuses none, the shortest of them (`told_apart`: how many there were)."""
+    found = [d for d in (_first_difference(make_mutant, program) for program in programs) if d is not None]
+    if not found:
+        return None
+    found.sort(key=lambda d: d.length)
+    for distinction in found:
+        judged = _judged(distinction, make_mutant)
+        if not judged.allowed:
+            return replace(judged, told_apart=len(found))
+    return replace(found[0], told_apart=len(found))
+
+
+def _first_difference(make_mutant, program: Program) -> Distinction | None:
+    target = make_mutant()
+    target.reset(program.spec, f"program-{program.seed}")
+    for i, (op, expected) in enumerate(program.trace):
+        try:
+            got = target.invoke(op)
+        except Exception as error:  # noqa: BLE001  (a crash tells the mutant apart too)
+            got = f"{type(error).__name__}: {error}"
+        if got != expected:
+            return Distinction(program=program, length=i + 1, expected=expected, got=got)
+    return None
 
 
 def _judged(found: Distinction, make_mutant) -> Distinction:
@@ -105,12 +122,9 @@ def _judged(found: Distinction, make_mutant) -> Distinction:
             run.do(op)
         run.drain(idle_ms=30)
     except ConformanceFailure as failure:
-        return Distinction(program=found.program, length=found.length, expected=found.expected, got=found.got,
-                           refused_as=failure.violation.guarantee.value, refusal=failure.violation.detail)
+        return replace(found, refused_as=failure.violation.guarantee.value, refusal=failure.violation.detail)
     except ImpossibleStamp as error:  # the checker refuses the history itself: its times go back
-        return Distinction(program=found.program, length=found.length, expected=found.expected, got=found.got,
-                           refused_as=MALFORMED, refusal=str(error))
+        return replace(found, refused_as=MALFORMED, refusal=str(error))
     except Exception as error:  # noqa: BLE001
-        return Distinction(program=found.program, length=found.length, expected=found.expected, got=found.got,
-                           refusal=f"the run raised {type(error).__name__}: {error}")
+        return replace(found, refusal=f"the run raised {type(error).__name__}: {error}")
     return found

@@ -9,13 +9,18 @@ worker process bounded by a timeout. Outcomes:
 - killed: a check failed; the guarantee its violation names (or, when the checker refused the
   mutant's history as malformed, its completion times going back, that), the check, and the time
   to kill (finding and shrinking, as the faulty targets' quality test counts it);
-- survived: every check passed and some random program tells the mutant from the model (the
-  shortest found is reported, with the guarantee the checker names for it, if any);
+- survived: every check passed and the checker refuses the mutant's answers on some random program
+  that tells it from the model (the shortest such program is reported, with the guarantee the
+  checker names for it): a gap of the catalog's programs;
+- allowed: every check passed, and on every random program that tells the mutant from the model
+  the checker accepts its answers: it answers as another broker the model allows, which no check
+  can refuse (suites/quality/equivalence.py); set aside with that evidence;
 - equivalent: every check passed and no program of the equivalence run tells it apart
   (suites/quality/equivalence.py), set aside with that evidence;
 - not viable: the mutant package does not import, the run crashed (an exception other than a
   conformance failure), or it ran past the timeout.
-The score is killed / (killed + survived). Writes mutation.json and mutation.md to `--out`.
+The score is killed / (killed + survived); the strict score counts the allowed as survivors too.
+Writes mutation.json and mutation.md to `--out`.
 """
 
 from __future__ import annotations
@@ -44,9 +49,9 @@ from suites.quality import equivalence
 from suites.quality.catch import first_failure_of
 from suites.quality.mutator import MODEL, Mutant, build, load, mutants
 
-KILLED, SURVIVED, EQUIVALENT = "killed", "survived", "equivalent"
+KILLED, SURVIVED, ALLOWED, EQUIVALENT = "killed", "survived", "allowed", "equivalent"
 NOT_IMPORTED, CRASHED, TIMED_OUT = "not viable: import", "not viable: crash", "not viable: timeout"
-OUTCOMES = (KILLED, SURVIVED, EQUIVALENT, NOT_IMPORTED, CRASHED, TIMED_OUT)
+OUTCOMES = (KILLED, SURVIVED, ALLOWED, EQUIVALENT, NOT_IMPORTED, CRASHED, TIMED_OUT)
 EQUIVALENCE_PROGRAMS = 3000
 SNAPSHOT = "model-snapshot"
 TIMEOUT_S = 300  # CPU seconds: a survivor's whole catalog and equivalence run take about 80
@@ -86,12 +91,14 @@ def run_mutant(mutant: Mutant, root: Path, programs: list[equivalence.Program], 
             "specs": sorted({p.spec_name for p in programs})}}
     program = found.program
     ops = [repr(op) for op, _ in program.trace[:found.length]]
-    return result | {"outcome": SURVIVED, "seconds": seconds, "guarantee": found.refused_as,
+    return result | {"outcome": ALLOWED if found.allowed else SURVIVED, "seconds": seconds,
+                     "guarantee": found.refused_as, "told_apart": found.told_apart,
                      "distinguishing": {"spec": program.spec_name, "seed": program.seed, "ops": ops,
                                         "expected": repr(found.expected), "got": repr(found.got),
                                         "checker": (f"refuses it: {found.refused_as}: {found.refusal}"
-                                                    if found.refused_as else
-                                                    found.refusal or "allows the mutant's answers")}}
+                                                    if found.refused_as else found.refusal or
+                                                    f"allows the mutant's answers on all {found.told_apart} "
+                                                    "programs that tell it apart")}}
 
 
 def _error(error: BaseException) -> str:
@@ -176,20 +183,23 @@ def summarize(results: list[dict], *, total: int, meta: dict) -> dict:
     killed, survived = counts[KILLED], counts[SURVIVED]
     kill_times = [r["seconds"] for r in results if r["outcome"] == KILLED]
     kill_cpu = [r["cpu_seconds"] for r in results if r["outcome"] == KILLED]
+    allowed = counts[ALLOWED]
     per_guarantee: dict[str, Counter] = defaultdict(Counter)
     per_module: dict[str, Counter] = defaultdict(Counter)
     for r in results:
         per_module[r["module"]][r["outcome"]] += 1
-        if r["outcome"] in (KILLED, SURVIVED):
+        if r["outcome"] in (KILLED, SURVIVED, ALLOWED):
             told = r.get("guarantee") or ("/".join(r["rule_guarantees"]) or "untold")
             per_guarantee[told][r["outcome"]] += 1
     survivors = [r for r in results if r["outcome"] == SURVIVED]
     return {**meta, "mutants_total": total, "mutants_run": len(results),
             "counts": {outcome: counts[outcome] for outcome in OUTCOMES},
             "score": killed / (killed + survived) if killed + survived else None,
+            "strict_score": killed / (killed + survived + allowed) if killed + survived + allowed else None,
             "median_seconds_to_kill": statistics.median(kill_times) if kill_times else None,
             "median_cpu_seconds_to_kill": statistics.median(kill_cpu) if kill_cpu else None,
             "survivors_the_checker_refuses": sum(1 for r in survivors if r.get("guarantee")),
+            "allowed": [r for r in results if r["outcome"] == ALLOWED],
             "per_guarantee": {g: dict(c) for g, c in sorted(per_guarantee.items())},
             "per_module": {m: dict(c) for m, c in sorted(per_module.items())},
             "survivors": survivors,
@@ -208,25 +218,27 @@ def markdown(report: dict) -> str:
                 if report["mutants_run"] < report["mutants_total"] else ""),
              "", "| outcome | mutants |", "|---|---|"]
     lines += [f"| {outcome} | {counts[outcome]} |" for outcome in OUTCOMES]
+    strict = report["strict_score"]
     lines += ["", f"**Score: {counts[KILLED]} / {counts[KILLED] + counts[SURVIVED]} = "
                   f"{score:.1%}**" if score is not None else "**Score: n/a**",
+              f"Strict score (the allowed counted as survivors): {counts[KILLED]} / "
+              f"{counts[KILLED] + counts[SURVIVED] + counts[ALLOWED]} = {strict:.1%}" if strict is not None else
+              "Strict score: n/a",
               (f"Median time to kill: {median:.1f} s wall, {report['median_cpu_seconds_to_kill']:.1f} s of CPU "
                "(finding and shrinking)") if median is not None else "Median time to kill: n/a",
               f"Survivors whose distinguishing program the checker refuses: {report['survivors_the_checker_refuses']}"
-              f" of {counts[SURVIVED]} (the others answer as the model allows)", "",
+              f" of {counts[SURVIVED]} (the others: the checker's run of it raised)", "",
               "## Per guarantee (killed: the violation's; survived: the checker's on the distinguishing program, "
-              "else the rule's checks)", "", "| guarantee | killed | survived |", "|---|---|---|"]
-    lines += [f"| {g} | {c.get(KILLED, 0)} | {c.get(SURVIVED, 0)} |" for g, c in report["per_guarantee"].items()]
+              "else the rule's checks; allowed: the rule's checks)", "",
+              "| guarantee | killed | survived | allowed |", "|---|---|---|---|"]
+    lines += [f"| {g} | {c.get(KILLED, 0)} | {c.get(SURVIVED, 0)} | {c.get(ALLOWED, 0)} |"
+              for g, c in report["per_guarantee"].items()]
     lines += ["", "## Per model module", "", "| module | " + " | ".join(OUTCOMES) + " |",
               "|---|" + "---|" * len(OUTCOMES)]
     lines += [f"| {m} | " + " | ".join(str(c.get(o, 0)) for o in OUTCOMES) + " |"
               for m, c in report["per_module"].items()]
-    lines += ["", "## Survivors", ""]
-    for r in report["survivors"]:
-        d = r["distinguishing"]
-        lines += [f"- `{r['id']}` (in `{r['function']}`)", f"  - told apart on {d['spec']} (seed {d['seed']}) after "
-                  f"{len(d['ops'])} ops: expected {d['expected']}, got {d['got']}; the checker {d['checker']}",
-                  f"  - program: `{'; '.join(d['ops'])}`"]
+    for title, records in (("Survivors", report["survivors"]), ("Allowed", report["allowed"])):
+        lines += _told_apart(title, records)
     equivalent = [r for r in report["mutants"] if r["outcome"] == EQUIVALENT]
     if equivalent:
         evidence = equivalent[0]["evidence"]
@@ -238,6 +250,18 @@ def markdown(report: dict) -> str:
         lines += ["", "## Not viable", ""]
         lines += [f"- `{r['id']}`: {r['outcome']}: {r.get('error', '')}" for r in broken]
     return "\n".join(lines) + "\n"
+
+
+def _told_apart(title: str, records: list[dict]) -> list[str]:
+    if not records:
+        return []
+    lines = ["", f"## {title}", ""]
+    for r in records:
+        d = r["distinguishing"]
+        lines += [f"- `{r['id']}` (in `{r['function']}`)", f"  - told apart on {d['spec']} (seed {d['seed']}) after "
+                  f"{len(d['ops'])} ops: expected {d['expected']}, got {d['got']}; the checker {d['checker']}",
+                  f"  - program: `{'; '.join(d['ops'])}`"]
+    return lines
 
 
 def _meta(args, argv: list[str]) -> dict:

@@ -2,7 +2,9 @@
 
 The mutator makes each operator's mutant; a mutant package imports beside the real model without
 touching it; a known-bad mutant is killed by the catalog; a mutant that only renames is found
-equivalent; the report's counts add up.
+equivalent; one the catalog misses survives when the checker refuses it on a random program, and is
+set aside as allowed when the checker accepts it on every program that tells it apart; the
+report's counts add up.
 """
 
 import ast
@@ -19,7 +21,8 @@ from model import ops as o
 from model.spec import Spec, SubscriptionType
 from suites.conformance.catalog import check
 from suites.quality import equivalence
-from suites.quality.mutation import EQUIVALENT, KILLED, OUTCOMES, SURVIVED, run_mutant, summarize
+from suites.quality.mutation import (
+    ALLOWED, CRASHED, EQUIVALENT, KILLED, NOT_IMPORTED, SURVIVED, TIMED_OUT, run_mutant, summarize)
 from suites.quality.mutator import MODEL, OPERATORS, Mutant, build, edited, load, mutants_of
 
 RULE = '''
@@ -98,13 +101,47 @@ def test_a_mutant_that_renames_is_equivalent(tmp_path, programs):
     assert len(result["evidence"]["specs"]) == len(equivalence.catalog_specs())
 
 
-def test_a_mutant_the_catalog_misses_is_told_apart(tmp_path, programs):
-    """A survivor is not equivalent when a random program tells it apart: a tick that ends 1 ms late."""
-    mutant = edited("simulate.py", "return o.ok(at=at + ms)", "return o.ok(at=at + ms + 1)", number=3)
+def test_a_mutant_the_catalog_misses_and_the_checker_refuses_survives(tmp_path, programs):
+    """A survivor: the catalog's checks given (key_shared, whose programs never acknowledge
+    cumulatively) pass, and a random program that tells the mutant apart shows the checker
+    refusing it: the ideal broker accepts a cumulative ack on Shared."""
+    mutant = edited("simulate.py", "if not state.spec.subscription_type.allows_cumulative_ack:",
+                    "if False:", number=3)
     result = run_mutant(mutant, tmp_path, programs, checks=(check("key_shared"),))
     assert result["outcome"] == SURVIVED, result
+    assert result["guarantee"] == "cumulative-refused-on-shared"
+    told = result["distinguishing"]
+    assert told["ops"][-1].startswith("AcknowledgeCumulative(") and told["checker"].startswith("refuses it")
+
+
+def test_every_program_that_tells_a_mutant_apart_is_judged_not_only_the_shortest(tmp_path, programs):
+    """Two edits: ticks 1 ms late (allowed, and on the shortest programs that tell it apart) and
+    cumulative acks accepted on Shared (refused, on longer ones): it survives, on the refused one."""
+    text = (MODEL / "simulate.py").read_text()
+    for old, new in (("return o.ok(at=at + ms)", "return o.ok(at=at + ms + 1)"),
+                     ("if not state.spec.subscription_type.allows_cumulative_ack:", "if False:")):
+        assert text.count(old) == 1
+        text = text.replace(old, new)
+    mutant = Mutant(number=6, file="simulate.py", line=1, operator="two-edits", original="", mutated="",
+                    function="respond", rule_guarantees=(), source=text)
+    result = run_mutant(mutant, tmp_path, programs, checks=(check("key_shared"),))
+    assert result["outcome"] == SURVIVED, result
+    assert result["guarantee"] == "cumulative-refused-on-shared"
+    told = result["distinguishing"]
+    assert told["ops"][-1].startswith("AcknowledgeCumulative(") and "Tick(" not in " ".join(told["ops"])
+
+
+def test_a_mutant_that_answers_as_the_model_allows_is_allowed(tmp_path, programs):
+    """Not a survivor: a tick that ends 1 ms late tells the mutant apart on many programs, and the
+    checker accepts it on every one (a completion may come later than the model's earliest): it is
+    another conforming broker, set aside with the count of programs that told it apart."""
+    mutant = edited("simulate.py", "return o.ok(at=at + ms)", "return o.ok(at=at + ms + 1)", number=4)
+    result = run_mutant(mutant, tmp_path, programs, checks=(check("key_shared"),))
+    assert result["outcome"] == ALLOWED, result
+    assert result["told_apart"] > 1 and result["guarantee"] is None
     told = result["distinguishing"]
     assert told["ops"][-1].startswith("Tick(") and "Tick(" not in " ".join(told["ops"][:-1])
+    assert told["checker"] == f"allows the mutant's answers on all {result['told_apart']} programs that tell it apart"
 
 
 def _only(area: str, spec_name: str):
@@ -134,12 +171,16 @@ def test_the_report_counts_add_up():
                       distinguishing={"spec": "s", "seed": 1, "ops": ["Tick(ms=1)"], "expected": "", "got": "",
                                       "checker": "allows"}),
                record(4, EQUIVALENT, evidence={"programs": 3, "steps": 30, "specs": ["s"]}),
-               record(5, OUTCOMES[3], error="SyntaxError"), record(6, OUTCOMES[4], error="TypeError"),
-               record(7, OUTCOMES[5])]
+               record(5, NOT_IMPORTED, error="SyntaxError"), record(6, CRASHED, error="TypeError"),
+               record(7, TIMED_OUT),
+               record(8, ALLOWED, guarantee=None, told_apart=4,
+                      distinguishing={"spec": "s", "seed": 2, "ops": ["Tick(ms=1)"], "expected": "", "got": "",
+                                      "checker": "allows"})]
     report = summarize(results, total=20, meta={})
     assert sum(report["counts"].values()) == report["mutants_run"] == len(results)
-    assert report["score"] == 3 / 4
+    assert report["score"] == 3 / 4 and report["strict_score"] == 3 / 5
     assert report["median_seconds_to_kill"] == 4.0 and report["median_cpu_seconds_to_kill"] == 3.0
     assert sum(sum(c.values()) for c in report["per_module"].values()) == len(results)
-    assert report["per_guarantee"] == {"no-loss": {KILLED: 2}, "cursor": {KILLED: 1}, "untold": {SURVIVED: 1}}
-    assert [r["number"] for r in report["survivors"]] == [3]
+    assert report["per_guarantee"] == {"no-loss": {KILLED: 2}, "cursor": {KILLED: 1},
+                                       "untold": {SURVIVED: 1, ALLOWED: 1}}
+    assert [r["number"] for r in report["survivors"]] == [3] and [r["number"] for r in report["allowed"]] == [8]

@@ -9,6 +9,10 @@ boundary ticks.
 - State weights: an op is drawn with a weight that grows with what it can act on. A nack, a seek,
   a close, an unload or a redelivery request is worth more while messages are held, acks are
   pending (the client's ack grouping), the cursor has holes, or copies may sit in receiver queues.
+  An unload is worth more only for what it can still put to the test: acks it may drop (not those
+  an earlier disconnection already may have dropped) and the cursor's holes, and not right after
+  another. The copies it gives back are its own doing: counted as queued copies, every unload
+  called the next, and a program with one unload had fifteen.
   Under a dead-letter policy a nack is worth more while a held message is not nacked yet, and a
   held message that came back counted is offered more often: its nack brings it nearer the
   dead-letter topic. A client crash is a fault: it starts below the others and is worth more
@@ -137,9 +141,9 @@ def options(state: State, kind: str, generation: Generation, swarm: Swarm) -> tu
     return offered
 
 
-def weight(state: State, kind: str, *, just_acked: bool = False) -> int:
+def weight(state: State, kind: str, *, last: o.Op | None = None) -> int:
     """How much a kind is worth in `state`: more when there is something for it to act on.
-    `just_acked`: the last op of the program was an acknowledge."""
+    `last`: the program's last op (None before its first)."""
     if kind == DRAIN_OTHERS:
         # Worth more while there is something for the idle consumer's receiver queue to hold back.
         return BASE_WEIGHT + 4 * any(m.status is AVAILABLE for m in state.messages)
@@ -147,6 +151,7 @@ def weight(state: State, kind: str, *, just_acked: bool = False) -> int:
         return BASE_WEIGHT
     if kind == "crash_client":
         pending = any(c.pending_acks for c in state.consumers if c.connected)
+        just_acked = isinstance(last, (o.Acknowledge, o.AcknowledgeCumulative))
         return CRASH_WEIGHT + JUST_ACKED * (just_acked and pending) + bool(_held(state))
     held = _held(state)
     pending = any(c.pending_acks for c in state.consumers)
@@ -157,8 +162,10 @@ def weight(state: State, kind: str, *, just_acked: bool = False) -> int:
             bonus = 2 * (pending or _partly_acked(state)) + 2 * any(m.redelivery_from is not None for m in held)
             if state.spec.max_redeliver_count is not None:
                 bonus += 2 * TOWARD_DEAD_LETTER * any(m.redelivery_from is None for m in held)
-        case "seek" | "unload":
+        case "seek":
             bonus = 2 * pending + 2 * queued + 2 * holes
+        case "unload":
+            bonus = 0 if isinstance(last, o.Unload) else 2 * _droppable(state) + 2 * holes
         case "close" | "redeliver_unacknowledged_messages":
             bonus = 2 * bool(held) + 2 * (pending or queued)
         case "read_cursor" | "acknowledge_cumulative":
@@ -174,6 +181,12 @@ def _counted(state: State, message_id: o.MessageId) -> bool:
     """Held, received with a redelivery count and not nacked since: one nack nearer the dead-letter topic."""
     message = state.message(message_id)
     return message.status is HELD and message.held_count > 0 and message.redelivery_from is None
+
+
+def _droppable(state: State) -> bool:
+    """An ack is pending that a disconnection would put in doubt (none has yet)."""
+    return any(not state.message(message_id).ack_may_be_dropped
+               for c in state.connected() for _, message_id in c.pending_acks)
 
 
 def _held(state: State) -> list:

@@ -37,7 +37,6 @@ from suites import generation as gen
 from suites.programs import DRAIN, DRAIN_OTHERS, Step, perform, settle, take, tighten
 
 ALL_KINDS = tuple(k for k in CANDIDATES if k not in ("restart", "crash"))
-ACKS = (o.Acknowledge, o.AcknowledgeCumulative)
 
 
 # Rules whose candidates depend on what the target delivered (which messages a consumer holds;
@@ -210,8 +209,8 @@ def _swarm_machine(base: type, spec: Spec, kinds: tuple[str, ...], generation: g
             if not enabled:
                 return
             state = self.state
-            just_acked = bool(self.run.history) and isinstance(self.run.history[-1][0], ACKS)
-            kind = gen.pick([(k, gen.weight(state, k, just_acked=just_acked) if generation.weighted else 1)
+            last = self.run.history[-1][0] if self.run.history else None
+            kind = gen.pick([(k, gen.weight(state, k, last=last) if generation.weighted else 1)
                              for k in enabled], ticket)
             if kind == DRAIN:
                 self.drain_all()

@@ -118,6 +118,25 @@ def test_a_seek_an_unload_and_a_nack_are_worth_more_with_acks_pending():
     assert gen.weight(queued, "drain_others") > gen.weight(held, "drain_others")
 
 
+def test_an_unload_is_worth_more_only_for_what_it_can_still_put_to_the_test():
+    """The copies an unload gives back are its own doing, and the acks pending at it are in doubt
+    after it: neither makes the next unload worth more (they did, and a program with one unload
+    had fifteen). Right after an unload, another is worth the base."""
+    pending = HELD + [(o.Acknowledge(consumer="c0", message=m(1)), o.ok())]
+    assert gen.weight(_state(pending), "unload") > gen.BASE_WEIGHT
+    unloaded = _state(pending + [(o.Unload(), o.ok())])
+    assert gen.weight(unloaded, "unload", last=o.Send()) == gen.BASE_WEIGHT
+    assert gen.weight(unloaded, "unload", last=o.Unload()) == gen.BASE_WEIGHT
+    # Back on its new connection (it got a message sent after the unload), an ack it makes is one
+    # the next unload may drop.
+    back = pending + [(o.Unload(), o.ok()), (o.Send(), o.ok()),
+                      (o.Receive(consumer="c0"), o.ok(o.Delivery(message=m(0), redelivery_count=0))),
+                      (o.Receive(consumer="c0"), o.ok(o.Delivery(message=m(2), redelivery_count=0)))]
+    assert gen.weight(_state(back), "unload", last=o.Receive(consumer="c0")) == gen.BASE_WEIGHT
+    acked_again = _state(back + [(o.Acknowledge(consumer="c0", message=m(2)), o.ok())])
+    assert gen.weight(acked_again, "unload", last=o.Acknowledge(consumer="c0", message=m(2))) > gen.BASE_WEIGHT
+
+
 def test_a_kind_takes_as_many_tickets_as_its_weight():
     drawn = Counter(gen.pick([("send", 2), ("seek", 6)], ticket) for ticket in range(gen.TICKETS))
     assert drawn["seek"] == 3 * drawn["send"]

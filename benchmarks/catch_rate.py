@@ -1,0 +1,70 @@
+"""Catch rate: how often each cell of a check catches a faulty target, over runs with random seeds.
+
+    python -m benchmarks.catch_rate FAULT [--area AREA ...] [--runs N] [--profile ci|nightly]
+
+The `ci` profile is derandomized: a fault is caught or missed the same way at every run, and a
+change of the generation that turns a miss into a catch may be luck of the draw. Here each run of
+each cell (the checks of `--area`, default every check that declares a guarantee the fault breaks)
+draws fresh random programs (not derandomized, no example database, no shrinking: only whether a
+check fails counts), against the faulty target of fixtures/targets/faulty.py. Printed per cell: runs
+caught of runs, and the seconds they took; the figure to compare before and after a change of
+suites/generation.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import sys
+import time
+
+from hypothesis import Phase, settings
+
+from fixtures import hypothesis_profiles  # noqa: F401  (registers the profiles)
+from fixtures.targets.faulty import FAULTS
+from fixtures.targets.lockstep import ConformanceFailure
+from model.nondet import ImpossibleStamp
+from suites.conformance.catalog import CHECKS
+from suites.machines import run_conformance
+from suites.quality.catch import DRAIN_IDLE_MS
+
+
+def caught(fault, check, spec, run: int, budget: settings) -> bool:
+    ids = (f"{fault.name}-{run}-{n}" for n in itertools.count())
+    try:
+        run_conformance(fault.target(), spec, lambda: next(ids), kinds=check.kinds, settings_=budget,
+                        drain_idle_ms=DRAIN_IDLE_MS)
+    except (ConformanceFailure, ImpossibleStamp):
+        return True
+    return False
+
+
+def main(argv: list[str] | None = None) -> int:
+    names = [f.name for f in FAULTS]
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.catch_rate", description=__doc__.splitlines()[0])
+    parser.add_argument("fault", choices=names, metavar="FAULT", help=f"one of: {', '.join(names)}")
+    parser.add_argument("--area", action="append", default=[], help="only these check areas")
+    parser.add_argument("--runs", type=int, default=30)
+    parser.add_argument("--profile", default="ci", choices=("ci", "nightly"))
+    args = parser.parse_args(argv)
+    fault = next(f for f in FAULTS if f.name == args.fault)
+    checks = [c for c in CHECKS if (c.area in args.area if args.area else c.guarantees & fault.breaks)]
+    unknown = set(args.area) - {c.area for c in CHECKS}
+    if unknown:
+        parser.error(f"no check area {', '.join(sorted(unknown))}; areas: {', '.join(c.area for c in CHECKS)}")
+    profile = settings.get_profile(args.profile)
+    budget = settings(profile, derandomize=False, database=None,
+                      phases=[p for p in profile.phases if p is not Phase.shrink])
+    print(f"{fault.name}: {args.runs} runs a cell, profile {args.profile} ({budget.max_examples} programs of "
+          f"up to {budget.stateful_step_count} steps), fresh random programs each run", flush=True)
+    for check in checks:
+        for spec_name, spec in check.specs.items():
+            started = time.perf_counter()
+            hits = sum(caught(fault, check, spec, run, budget) for run in range(args.runs))
+            print(f"  {check.area}[{spec_name}]: caught {hits} / {args.runs} "
+                  f"({time.perf_counter() - started:.0f} s)", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -44,7 +44,7 @@ def main() -> None:
     parser.add_argument("--pulsar-version", default=None)
     args = parser.parse_args()
     shared = command(args.pulsar_version)
-    plain = tuple(a for a in shared if not a.startswith("-XX:SharedArchiveFile="))
+    plain = command(args.pulsar_version, archive=False)
     if plain == shared:
         raise SystemExit("no class-data archive for this JVM yet: the first run with --client java makes it on its "
                          "broker (drivers/java/warm.py); nothing to compare")

@@ -113,19 +113,22 @@ def _build(version: str, target: Path) -> Path:
 
 
 def command(version: str | None = None, *, say: Callable[[str], None] | None = None,
-            warm_on: WarmUp | None = None) -> tuple[str, ...]:
+            warm_on: WarmUp | None = None, archive: bool = True) -> tuple[str, ...]:
     """The command that starts the Java driver (built first when it is not up to date), with its
     class-data archive when there is one for this JVM; `warm_on` (a broker the run uses) makes it
-    first when there is none (drivers/java/warm.py)."""
+    first when there is none (drivers/java/warm.py). `archive=False`: the command without it (what
+    the archive is made with, and what a comparison starts cold)."""
     folder = build(version, say=say)
     java = find_java()
     classpath = f"{folder / JAR}:{folder / 'lib' / '*'}"
     plain = (str(java), *JVM_OPTIONS, "-cp", classpath, MAIN_CLASS)
-    archive = archive_path(folder, java)
-    if not archive.exists() and warm_on is not None:
-        make_archive(plain, archive, warm_on)
-    shared = (f"-XX:SharedArchiveFile={archive}",) if archive.exists() else ()
-    return (str(java), *JVM_OPTIONS, *shared, "-cp", classpath, MAIN_CLASS)
+    if not archive:
+        return plain
+    shared = archive_path(folder, java)
+    if not shared.exists() and warm_on is not None:
+        make_archive(plain, shared, warm_on)
+    return (str(java), *JVM_OPTIONS, f"-XX:SharedArchiveFile={shared}", "-cp", classpath, MAIN_CLASS) \
+        if shared.exists() else plain
 
 
 def _jar(classes: Path, jar: Path) -> None:

@@ -21,7 +21,7 @@ pytestmark = pytest.mark.broker
 
 def _plain(version: str | None) -> tuple[str, ...]:
     """The driver's command without its archive."""
-    return tuple(a for a in java_build.command(version) if not a.startswith("-XX:SharedArchiveFile="))
+    return java_build.command(version, archive=False)
 
 
 def _hello_and_close(command, service_url: str, *requests: dict) -> tuple[list[dict], str]:

@@ -1,0 +1,77 @@
+"""A consumer closed while its client sends a message to the dead-letter topic: the C++ client
+(pulsar-client 3.13.0, the Python client's) crashes with a segmentation fault. KD-34.
+
+With a dead-letter policy of max redeliveries 1, a message that arrives with redelivery count 2
+(`redeliver_unacknowledged_messages` twice on Shared) is past the limit: the client's
+ConsumerImpl::messageReceived asks `redeliverUnacknowledgedMessages({its id})`, which hands each id
+to `processPossibleToDLQ` with a callback that captures the id by reference (`&msgId`, an element
+of a set that is gone when the call returns). The dead-letter send completes later; when the
+consumer is no longer Ready (closed meanwhile), the client logs "Send to the DLQ successfully, but
+consumer is not ready. ignore acknowledge" and calls the callback with false, which reads the
+dangling id: the process dies with SIGSEGV. The window is the dead-letter producer's creation
+and send, a few milliseconds after the copy of count 2 lands. Found by the nightly on Pulsar 4.2.4
+(`redelivery_count_and_dead_letter[Shared-dlq1]` and `[Key_Shared-dlq2]`: a redelivery request,
+then a close; reported as "client crashed", never as a verdict).
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+
+import pytest
+
+from drivers import wire
+from fixtures.targets.driver_target import PYTHON_DRIVER, DriverProcess
+from model.spec import Spec, SubscriptionType
+
+pytestmark = pytest.mark.broker
+
+REDELIVERED_S = 0.05  # the first redelivery's copy (count 1) lands before the second request
+# From the second request to the close: the copy of count 2 must have landed and its dead-letter
+# send not yet completed (2-10 ms crashed on an idle machine, 0 and 15 ms did not).
+CLOSE_AFTER_S = (0.002, 0.004, 0.006, 0.008, 0.01, 0.012)
+NOT_READY = "Send to the DLQ successfully, but consumer is not ready"
+
+
+def closed_while_dead_lettering(pulsar_broker, topic: str, close_after_s: float) -> tuple[int | None, str]:
+    """The Python client's driver runs the program; its exit status a second after the close
+    (None: still running) and the end of its log."""
+    driver = DriverProcess(PYTHON_DRIVER)
+    try:
+        driver.request(wire.hello(pulsar_broker.service_url, pulsar_broker.credentials.to_wire()), 60_000)
+        spec = Spec(subscription_type=SubscriptionType.SHARED, nack_delay_ms=100, max_redeliver_count=1)
+        assert driver.request(wire.reset(spec, topic, "app"), 30_000)["outcome"] == "ok"
+
+        def op(**request) -> dict:
+            return driver.request({"type": "op", **request}, 30_000)
+
+        op(op="subscribe", consumer="c0")
+        op(op="send", entry=0, keys=[None], batched=False)
+        assert op(op="receive", consumer="c0", ms=5000).get("delivered_entry") == 0
+        op(op="redeliver_unacknowledged_messages", consumer="c0")
+        time.sleep(REDELIVERED_S)
+        op(op="redeliver_unacknowledged_messages", consumer="c0")
+        time.sleep(close_after_s)
+        try:
+            op(op="close", consumer="c0")
+        except Exception:  # noqa: BLE001  (it may die before it replies)
+            pass
+        time.sleep(1.0)
+        return driver.process.poll(), driver.stderr_tail()
+    finally:
+        driver.stop()
+
+
+@pytest.mark.guarantee("dead-letter")
+def test_a_consumer_closed_while_its_client_dead_letters_crashes_the_cpp_client(pulsar_broker, names, record_property):
+    outcomes = {}
+    for close_after_s in CLOSE_AFTER_S:
+        status, log = closed_while_dead_lettering(pulsar_broker, names.topic(), close_after_s)
+        outcomes[close_after_s] = (status, NOT_READY in log)
+        if status == -signal.SIGSEGV:
+            assert NOT_READY in log, log
+            record_property("crashed_with_close_after_s", close_after_s)
+            return
+    pytest.fail(f"no run crashed (close after s: (exit status, logged '{NOT_READY}')): {outcomes}; "
+                "KD-34 may be fixed in this client")

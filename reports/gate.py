@@ -2,6 +2,7 @@
 
     python -m reports.gate --results reports/out/summary.json --baseline reports/baseline.json
     python -m reports.gate accept AREA SPEC_ID GUARANTEE --reason ... --evidence ...   (adds an entry)
+    python -m reports.gate accept-crash AREA SPEC_ID --log TEXT --reason ... --evidence ...   (a known crash)
 
 A failed cell whose broken guarantee the baseline accepts for that area and spec id, with the same
 signature (reports/signatures.py: the class of the detail, the shape of the shrunk program), on
@@ -10,7 +11,8 @@ any client), is an accepted divergence; any other is new, even in a cell with an
 a Rust client's accepted finding is new when the Python client shows it. A baseline entry whose
 cell now passes is fixed (time to remove it); one for a client this run did not drive is not in
 this run. An unknown cell is shown as unknown with its kind,
-never as a pass. A run that decided nothing (every cell unknown or not applicable, or no program
+never as a pass; one where the client crashed the way a baseline crash entry says (its log line: a
+known client bug) stays unknown but does not fail the gate. A run that decided nothing (every cell unknown or not applicable, or no program
 run) fails the gate even with --allow-unknown: a target that never loaded is not a pass.
 
 Exit status: 0 the gate passes; 1 new divergences, or nothing checked, or unknown cells (unless
@@ -28,7 +30,7 @@ import sys
 from pathlib import Path
 
 from fixtures.kit import command
-from reports.baseline import PARTS, accept, load_baseline, run_client, write_baseline
+from reports.baseline import PARTS, accept, accept_crash, known_crash, load_baseline, run_client, write_baseline
 from reports.markdown import gate_markdown
 from reports.results import InputError, Summary, load_summary
 from reports.signatures import differences, signature
@@ -88,8 +90,12 @@ def judge(summary: Summary, baseline: Baseline, *, allow_unknown: bool = False,
         elif entry.guarantee not in result.guarantees:
             unconfirmed.append((entry, f"the cell now fails on {', '.join(sorted(result.guarantees))} instead, "
                                        "which stops the program before this one could show"))
+    crashed = tuple((known, r) for r in summary.results if r.outcome == UNKNOWN
+                    for known in [known_crash(baseline, summary, r)] if known is not None)
+    explained = {id(r) for _, r in crashed}
     return Judgement(summary=summary, new=tuple(new), accepted=tuple(accepted), fixed=tuple(fixed),
-                     unknown=tuple(r for r in summary.results if r.outcome == UNKNOWN),
+                     unknown=tuple(r for r in summary.results if r.outcome == UNKNOWN and id(r) not in explained),
+                     crashed=crashed,
                      unconfirmed=tuple(unconfirmed), unsigned=tuple(unsigned),
                      other_clients=tuple(e for e in ours if e not in entries),
                      nothing_checked=nothing_checked(summary), allow_unknown=allow_unknown,
@@ -112,6 +118,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["accept"]:
         return accept_main(argv[1:])
+    if argv[:1] == ["accept-crash"]:
+        return accept_crash_main(argv[1:])
     parser = argparse.ArgumentParser(prog=command("reports.gate"),
                                      description="Compare a conformance run with a baseline of accepted divergences.")
     parser.add_argument("--results", type=Path, default=Path("reports/out/summary.json"),
@@ -149,18 +157,23 @@ def main(argv: list[str] | None = None) -> int:
     return EXIT_PASS if judgement.passed else EXIT_FAIL
 
 
-def accept_main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog=f"{command('reports.gate')} accept",
-                                     description="Accept a divergence of a run into a baseline, with its signature.")
-    parser.add_argument("area", help="the failed cell's area (the test name without test_)")
-    parser.add_argument("spec_id", help="the failed cell's spec id (Shared, Key_Shared-dlq2, ...)")
-    parser.add_argument("guarantee", help="the guarantee it broke (model/guarantees.py)")
+def _entry_arguments(parser: argparse.ArgumentParser, run: str) -> None:
+    """What every baseline entry is written from: the cell, why, the evidence, the run, the baseline."""
+    parser.add_argument("area", help="the cell's area (the test name without test_)")
+    parser.add_argument("spec_id", help="the cell's spec id (Shared, Key_Shared-dlq2, ...)")
     parser.add_argument("--reason", required=True, help="why it is accepted")
     parser.add_argument("--evidence", required=True, help="the issue, test or run that shows it")
     parser.add_argument("--results", type=Path, default=Path("reports/out/summary.json"),
-                        help="summary.json of the run that failed it (default: %(default)s)")
+                        help=f"summary.json of {run} (default: %(default)s)")
     parser.add_argument("--baseline", type=Path, default=Path("reports/baseline.json"),
                         help="the baseline to add it to, created when missing (default: %(default)s)")
+
+
+def accept_main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog=f"{command('reports.gate')} accept",
+                                     description="Accept a divergence of a run into a baseline, with its signature.")
+    _entry_arguments(parser, "the run that failed it")
+    parser.add_argument("guarantee", help="the guarantee it broke (model/guarantees.py)")
     parser.add_argument("--any-target", action="store_true",
                         help="accept it whatever --target a run has (default: only the run's own target)")
     parser.add_argument("--any-client", action="store_true",
@@ -193,6 +206,37 @@ def accept_main(argv: list[str]) -> int:
     for old in replaced:
         print(f"  replacing the entry for target {old.target or 'any'}, client {old.client or 'any'}, "
               f"signature {old.signature or 'none'}")
+    return EXIT_PASS
+
+
+def accept_crash_main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog=f"{command('reports.gate')} accept-crash",
+                                     description="Accept a client crash of a run, known by a line of the client's "
+                                                 "log, into a baseline: the cell stays unknown but passes the gate.")
+    _entry_arguments(parser, "the run where the client crashed")
+    parser.add_argument("--log", required=True, help="text of the crash's record (its signal or the end of the "
+                                                     "client's log) that names the client bug")
+    parser.add_argument("--any-target", action="store_true", help="whatever --target a run has")
+    parser.add_argument("--client-version", action="store_true",
+                        help="for this run's client at this version only (client NAME==VERSION)")
+    args = parser.parse_args(argv)
+    try:
+        summary = load_summary(args.results)
+        baseline = load_baseline(args.baseline) if args.baseline.exists() else Baseline()
+        client = run_client(summary, with_version=args.client_version)
+        if client is None:
+            raise InputError("accept-crash: this run drove no client process (an in-process target has no crash "
+                             "to accept)")
+        updated, entry, replaced = accept_crash(
+            summary, baseline, area=args.area, spec_id=args.spec_id, log=args.log, reason=args.reason,
+            evidence=args.evidence, target=None if args.any_target else summary.run.get("target"), client=client)
+    except InputError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_INPUT
+    write_baseline(updated, args.baseline)
+    print(f"accepted the crash of client {entry.client} in {entry.area} [{entry.spec_id}] (log: {entry.log!r}) "
+          f"for target {entry.target or 'any'} into {args.baseline}"
+          + (f", replacing {len(replaced)} entry" if replaced else ""))
     return EXIT_PASS
 
 

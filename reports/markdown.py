@@ -157,6 +157,7 @@ def gate_markdown(judgement: Judgement) -> str:
                   "allowed (--allow-unknown included).", ""]
     lines += [f"{len(judgement.new)} new divergence(s) · {len(judgement.accepted)} accepted · "
               f"{len(judgement.fixed)} fixed · {len(judgement.unknown)} unknown · "
+              + (f"{len(judgement.crashed)} known client crash(es) · " if judgement.crashed else "") +
               f"{len(judgement.unconfirmed)} baseline entries not confirmed"
               + (f" · {len(judgement.other_clients)} for other clients" if judgement.other_clients else ""), ""]
     if judgement.new:
@@ -169,6 +170,10 @@ def gate_markdown(judgement: Judgement) -> str:
         lines += [f"### Unknown, never a pass{allowed}", ""]
         lines += [f"- **{r.area} [{r.spec_id}]**{_kind(r)}: {_inline(r.reason or '')}"
                   for r in judgement.unknown] + [""]
+    if judgement.crashed:
+        lines += ["### Known client crashes (unknown, nothing decided; the baseline accepts the client bug)", ""]
+        lines += [f"- **{r.area} [{r.spec_id}]**{_for(e)}: {_inline(e.reason)} (log: `{_inline(e.log)}`; "
+                  f"evidence: {_inline(e.evidence)})" for e, r in judgement.crashed] + [""]
     if judgement.fixed:
         lines += ["### Fixed: in the baseline, no longer diverging (remove them from the baseline)", ""]
         lines += [f"- **{e.area} [{e.spec_id}]** `{e.guarantee}`{_for(e)}: now {r.verdict()} "

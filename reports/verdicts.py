@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from reports.results import Result, Summary
+from reports.vocabulary import CLIENT_CRASHED, UNKNOWN
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -30,16 +31,45 @@ class Accepted:
 
     def for_client(self, run: dict) -> bool:
         """Whether the entry applies to a run's client (summary.json's `run.client`: name, version)."""
-        if self.client is None:
-            return True
-        name, _, version = self.client.partition("==")
-        ran = run.get("client") or {}
-        return ran.get("name") == name and (not version or str(ran.get("version")) == version)
+        return client_matches(self.client, run)
+
+
+def client_matches(client: str | None, run: dict) -> bool:
+    """Whether an entry's `client` (None: any; `name` or `name==version`) is the run's."""
+    if client is None:
+        return True
+    name, _, version = client.partition("==")
+    ran = run.get("client") or {}
+    return ran.get("name") == name and (not version or str(ran.get("version")) == version)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class KnownCrash:
+    """A client crash a project accepts: in this area on this spec id the client's process died,
+    and the crash's record (its signal and the end of its log) contains `log`, a client bug's own
+    line; on runs of this target and this client (None: any). Such a cell stays unknown in the
+    report (nothing was decided about the broker), but does not fail the gate."""
+
+    area: str
+    spec_id: str
+    log: str
+    reason: str
+    evidence: str
+    target: str | None = None
+    client: str | None = None
+
+    def for_client(self, run: dict) -> bool:
+        return client_matches(self.client, run)
+
+    def matches(self, result: Result) -> bool:
+        return (result.area, result.spec_id) == (self.area, self.spec_id) and result.outcome == UNKNOWN \
+            and result.reason_kind == CLIENT_CRASHED and self.log in (result.reason or "")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Baseline:
     accepted: tuple[Accepted, ...] = ()
+    crashes: tuple[KnownCrash, ...] = ()
     description: str = ""
 
 
@@ -60,8 +90,9 @@ class Judgement:
     new: tuple[Divergence, ...]
     accepted: tuple[tuple[Accepted, Result], ...]
     fixed: tuple[tuple[Accepted, Result], ...]
-    unknown: tuple[Result, ...]
+    unknown: tuple[Result, ...]  # those a known crash accounts for are in `crashed`
     unconfirmed: tuple[tuple[Accepted, str], ...]  # baseline entries this run says nothing about, and why
+    crashed: tuple[tuple[KnownCrash, Result], ...] = ()  # unknown cells whose client crashed as the baseline says
     other_clients: tuple[Accepted, ...] = ()  # entries for a client this run did not drive: not in this run
     unsigned: tuple[Accepted, ...] = ()  # entries without a signature that accepted a failure of this run
     nothing_checked: str | None = None  # why the run decided nothing: never a pass, whatever is allowed

@@ -157,6 +157,12 @@ def test_the_shipped_baseline_is_valid_and_holds_only_client_findings():
         assert entry.reason.startswith("KD-") and f"### {kd}: " in known, entry
         section = known.split(f"### {kd}: ")[1].split("\n### ")[0]
         assert entry.client and f"--client {entry.client.partition('==')[0]}" in section, entry
+    for crash in baseline.crashes:  # a known crash: the client bug's KD entry quotes the log line
+        kd = crash.reason.split(":")[0]
+        assert crash.reason.startswith("KD-") and f"### {kd}: " in known, crash
+        section = known.split(f"### {kd}: ")[1].split("\n### ")[0]
+        assert crash.client and f"--client {crash.client.partition('==')[0]}" in section, crash
+        assert crash.log in " ".join(section.split()), crash
 
 
 def test_the_command_line_exits_non_zero_and_writes_the_step_summary(tmp_path):

@@ -148,6 +148,7 @@ def test_a_crash_is_worth_most_right_after_an_acknowledge_left_an_ack_pending():
     for op in (o.Send(), o.Send(), o.Subscribe(consumer="c0"), o.Receive(consumer="c0"), o.Receive(consumer="c0")):
         target.invoke(op)
     held = gen.weight(target.state, "crash_client")
-    target.invoke(o.Acknowledge(consumer="c0", message=o.MessageId(0)))
-    assert gen.weight(target.state, "crash_client", just_acked=True) > gen.weight(target.state, "crash_client") == held
+    ack = o.Acknowledge(consumer="c0", message=o.MessageId(0))
+    target.invoke(ack)
+    assert gen.weight(target.state, "crash_client", last=ack) > gen.weight(target.state, "crash_client") == held
     assert gen.weight(target.state, "crash_client") <= gen.weight(target.state, "send")

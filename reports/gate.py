@@ -84,7 +84,10 @@ def judge(summary: Summary, baseline: Baseline, *, allow_unknown: bool = False,
         elif result.outcome == PASSED:
             fixed.append((entry, result))
         elif result.outcome in (NOT_APPLICABLE, UNKNOWN):
-            unconfirmed.append((entry, f"{result.verdict()}: {result.reason or 'no reason recorded'}"))
+            reason = result.reason or "no reason recorded"
+            # A crash's reason starts with its kind ("client crashed: ..."): said once.
+            said = result.outcome if result.reason_kind and reason.startswith(result.reason_kind) else result.verdict()
+            unconfirmed.append((entry, f"{said}: {reason}"))
         elif id(entry) in mismatched:
             unconfirmed.append((entry, mismatched[id(entry)]))
         elif entry.guarantee not in result.guarantees:

@@ -25,6 +25,7 @@ from hypothesis.errors import Flaky
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule, run_state_machine_as_test
 
+from fixtures import hypothesis_profiles  # noqa: F401  (the profiles, and draws that do not depend on imports)
 from fixtures.targets.lockstep import ConformanceFailure, Lockstep
 from fixtures.targets.protocol import faults_performed
 from model import ops as o

@@ -4,6 +4,7 @@ when the state holds something for them, and ticks land beside the bounds of the
 
 from __future__ import annotations
 
+import importlib
 import itertools
 from collections import Counter
 
@@ -72,6 +73,20 @@ def test_each_example_leaves_out_some_kinds_and_knobs_never_the_base_ones():
         assert not done & swarm.kinds, f"{swarm.describe()}, yet it did {done & swarm.kinds}"
 
 
+def test_a_derandomized_check_draws_the_same_programs_whatever_modules_were_imported_before(tmp_path, monkeypatch):
+    """The `ci` profile promises the same programs at every run: a module imported meanwhile (by
+    another test, a plug-in target) must not change them, as Hypothesis's pool of local literals
+    would (fixtures/hypothesis_profiles.py)."""
+    spec = check("persistence").specs["Exclusive"]
+    before = [[op for _, op in ops] for ops in _examples("persistence", spec)[1]]
+    (tmp_path / "literals_elsewhere.py").write_text(f"LITERALS = {tuple(range(1, 4096, 41))!r}\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(__import__("sys").modules, "literals_elsewhere", raising=False)
+    importlib.import_module("literals_elsewhere")
+    after = [[op for _, op in ops] for ops in _examples("persistence", spec)[1]]
+    assert after == before, f"the programs changed from example {next(i for i, (a, b) in enumerate(zip(after, before)) if a != b)}"
+
+
 def test_the_plain_generation_has_no_swarm_and_no_boundary_tick():
     swarms, programs = _examples("negative_ack", SHARED, gen.PLAIN)
     assert all(s == gen.Swarm() for s in swarms)
@@ -118,12 +133,31 @@ def test_a_seek_an_unload_and_a_nack_are_worth_more_with_acks_pending():
     assert gen.weight(queued, "drain_others") > gen.weight(held, "drain_others")
 
 
+def test_a_tick_is_mostly_followed_by_a_receive_and_an_unload_by_a_cursor_read():
+    """A tick to just inside a window shows nothing unless a receive follows it: with a nack backoff,
+    a client that redelivers at the plain nack delay shows only to a receive between the two
+    (suites/generation.py). Most ticks are followed by a receive, at once."""
+    spec = check("negative_ack").specs["Shared-backoff"]
+    programs = _examples("negative_ack", spec)[1]
+    followed = Counter(isinstance(ops[i + 1][1], o.Receive) for ops in programs
+                       for i in range(len(ops) - 1) if isinstance(ops[i][1], o.Tick))
+    assert sum(followed.values()) >= 50, followed
+    assert followed[True] >= followed[False], followed
+    held = _state(HELD)
+    assert gen.weight(held, "receive", last=o.Tick(ms=10)) > gen.weight(held, "receive", last=o.Send())
+    # Likewise what an unload kept of the cursor shows to a read right after it.
+    assert gen.weight(held, "read_cursor", last=o.Unload()) > gen.weight(held, "read_cursor", last=o.Send())
+
+
 def test_an_unload_is_worth_more_only_for_what_it_can_still_put_to_the_test():
     """The copies an unload gives back are its own doing, and the acks pending at it are in doubt
     after it: neither makes the next unload worth more (they did, and a program with one unload
     had fifteen). Right after an unload, another is worth the base."""
     pending = HELD + [(o.Acknowledge(consumer="c0", message=m(1)), o.ok())]
     assert gen.weight(_state(pending), "unload") > gen.BASE_WEIGHT
+    # A nack whose redelivery is still to be asked: the new dispatcher will count it.
+    assert gen.weight(_state(HELD + [(o.NegativeAcknowledge(consumer="c0", message=m(0)), o.ok())]), "unload") \
+        > gen.weight(_state(HELD), "unload")
     unloaded = _state(pending + [(o.Unload(), o.ok())])
     assert gen.weight(unloaded, "unload", last=o.Send()) == gen.BASE_WEIGHT
     assert gen.weight(unloaded, "unload", last=o.Unload()) == gen.BASE_WEIGHT

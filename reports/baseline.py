@@ -35,7 +35,7 @@ from pathlib import Path
 from model.guarantees import Guarantee
 from reports.results import InputError, Summary, read_json
 from reports.signatures import PARTS, differences, signature
-from reports.verdicts import Accepted, Baseline, KnownCrash, client_matches
+from reports.verdicts import Accepted, Baseline, KnownCrash
 from reports.vocabulary import CLIENT_CRASHED, FAILED, UNKNOWN
 
 SCHEMA = "pulsar-ack-conformance/baseline/1"
@@ -176,7 +176,7 @@ def accept_crash(summary: Summary, baseline: Baseline, *, area: str, spec_id: st
 def known_crash(baseline: Baseline, summary: Summary, result) -> KnownCrash | None:
     """The baseline's crash entry that accounts for this unknown cell of this run, if any."""
     target = summary.run.get("target")
-    return next((e for e in baseline.crashes if e.target in (None, target) and client_matches(e.client, summary.run)
+    return next((e for e in baseline.crashes if e.target in (None, target) and e.for_client(summary.run)
                  and e.matches(result)), None)
 
 

@@ -10,10 +10,10 @@ the run's target and client (an entry's `client`: the driver's name, optionally 
 any client), is an accepted divergence; any other is new, even in a cell with an accepted one, and
 a Rust client's accepted finding is new when the Python client shows it. A baseline entry whose
 cell now passes is fixed (time to remove it); one for a client this run did not drive is not in
-this run. An unknown cell is shown as unknown with its kind,
-never as a pass; one where the client crashed the way a baseline crash entry says (its log line: a
-known client bug) stays unknown but does not fail the gate. A run that decided nothing (every cell unknown or not applicable, or no program
-run) fails the gate even with --allow-unknown: a target that never loaded is not a pass.
+this run. An unknown cell is shown as unknown with its kind, never as a pass; one where the client
+crashed the way a baseline crash entry says (its log line: a known client bug) stays unknown but
+does not fail the gate. A run that decided nothing (every cell unknown or not applicable, or no
+program run) fails the gate even with --allow-unknown: a target that never loaded is not a pass.
 
 Exit status: 0 the gate passes; 1 new divergences, or nothing checked, or unknown cells (unless
 --allow-unknown), or fixed entries with --fail-on-fixed; 2 a missing or malformed results or

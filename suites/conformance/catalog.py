@@ -55,8 +55,10 @@ CHECKS = (
     Check(area="individual_ack", kinds=BASE + ("acknowledge", "read_cursor", "close", "crash_client"),
           specs={**ALL_TYPES, "Shared-latest": SHARED.with_(initial_position=InitialPosition.LATEST)},
           guarantees=EVERY_PROGRAM | ACKS | {G.CURSOR, G.EXCLUSIVE, G.KEY_SHARED_STICKINESS}),
+    # A cumulative ack inside a batch acknowledges the entries before it, and with batch-index acks
+    # also the batch's indexes up to it (model/transitions/acks.py).
     Check(area="cumulative_ack", kinds=BASE + ("acknowledge_cumulative", "close", "read_cursor", "crash_client"),
-          specs=ALL_TYPES,
+          specs={**ALL_TYPES, "Exclusive-batch-index-ack": EXCLUSIVE.with_(client_batch_index_ack=True)},
           guarantees=EVERY_PROGRAM | ACKS | {G.CURSOR, G.EXCLUSIVE, G.KEY_SHARED_STICKINESS,
                                              G.CUMULATIVE_REFUSED_ON_SHARED}),
     Check(area="exclusive_and_failover", kinds=BASE + ("close", "acknowledge"),
@@ -69,8 +71,11 @@ CHECKS = (
           specs={**ALL_TYPES, "Shared-backoff": SHARED.with_(nack_backoff=NACK_BACKOFF)},
           guarantees=EVERY_PROGRAM | ACKS | {G.EXCLUSIVE, G.KEY_SHARED_STICKINESS}),
     # No acknowledge op: a message goes to the dead-letter topic acknowledged, so it must not come back.
+    # An unload hands the subscription to a new dispatcher, whose redelivery tracker counts from 0
+    # (but for a nack still to be asked): it moves messages back from the dead-letter topic's door.
     Check(area="redelivery_count_and_dead_letter",
-          kinds=BASE + ("negative_acknowledge", "redeliver_unacknowledged_messages", "close", "tick", "crash_client"),
+          kinds=BASE + ("negative_acknowledge", "redeliver_unacknowledged_messages", "close", "tick", "crash_client",
+                        "unload"),
           specs={"Shared": SHARED, "Shared-dlq1": SHARED.with_(max_redeliver_count=1),
                  "Key_Shared-dlq2": KEY_SHARED.with_(max_redeliver_count=2), "Exclusive": EXCLUSIVE},
           guarantees=EVERY_PROGRAM | {G.DEAD_LETTER, G.NO_REDELIVERY_AFTER_ACK, G.EXCLUSIVE,

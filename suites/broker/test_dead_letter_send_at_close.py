@@ -1,5 +1,6 @@
 """A consumer closed while its client sends a message to the dead-letter topic: the C++ client
-(pulsar-client 3.13.0, the Python client's) crashes with a segmentation fault. KD-34.
+(pulsar-client 3.13.0, the Python client's) crashes with a segmentation fault (KD-34), and when it
+lives, the message it dead-lettered was never acknowledged and comes back (KD-35).
 
 With a dead-letter policy of max redeliveries 1, a message that arrives with redelivery count 2
 (`redeliver_unacknowledged_messages` twice on Shared) is past the limit: the client's
@@ -19,6 +20,7 @@ from __future__ import annotations
 import signal
 import time
 
+import pulsar
 import pytest
 
 from drivers import wire
@@ -35,9 +37,11 @@ CLOSE_AFTER_S = (0.002, 0.004, 0.006, 0.008, 0.01, 0.012, 0.016, 0.02, 0.025, 0.
 NOT_READY = "Send to the DLQ successfully, but consumer is not ready"
 
 
-def closed_while_dead_lettering(pulsar_broker, topic: str, close_after_s: float) -> tuple[int | None, str]:
+def closed_while_dead_lettering(pulsar_broker, topic: str, close_after_s: float, *,
+                                then_receive: bool = False) -> tuple[int | None, str, dict | None]:
     """The Python client's driver runs the program; its exit status a second after the close
-    (None: still running) and the end of its log."""
+    (None: still running), the end of its log and, `then_receive`, what a new consumer of the
+    subscription receives when the driver lived (None: nothing in 3 s, or it died)."""
     driver = DriverProcess(PYTHON_DRIVER)
     try:
         driver.request(wire.hello(pulsar_broker.service_url, pulsar_broker.credentials.to_wire()), 60_000)
@@ -59,7 +63,12 @@ def closed_while_dead_lettering(pulsar_broker, topic: str, close_after_s: float)
         except Exception:  # noqa: BLE001  (it may die before it replies)
             pass
         time.sleep(1.0)
-        return driver.process.poll(), driver.stderr_tail()
+        back = None
+        if then_receive and driver.process.poll() is None:
+            op(op="subscribe", consumer="c0")
+            back = op(op="receive", consumer="c0", ms=3000)
+            back = back if back.get("delivered_entry") is not None else None
+        return driver.process.poll(), driver.stderr_tail(), back
     finally:
         driver.stop()
 
@@ -68,7 +77,7 @@ def closed_while_dead_lettering(pulsar_broker, topic: str, close_after_s: float)
 def test_a_consumer_closed_while_its_client_dead_letters_crashes_the_cpp_client(pulsar_broker, names, record_property):
     outcomes = {}
     for close_after_s in CLOSE_AFTER_S:
-        status, log = closed_while_dead_lettering(pulsar_broker, names.topic(), close_after_s)
+        status, log, _ = closed_while_dead_lettering(pulsar_broker, names.topic(), close_after_s)
         outcomes[close_after_s] = (status, NOT_READY in log)
         if status == -signal.SIGSEGV:
             assert NOT_READY in log, log
@@ -76,3 +85,29 @@ def test_a_consumer_closed_while_its_client_dead_letters_crashes_the_cpp_client(
             return
     pytest.fail(f"no run crashed (close after s: (exit status, logged '{NOT_READY}')): {outcomes}; "
                 "KD-34 may be fixed in this client")
+
+
+@pytest.mark.guarantee("no-redelivery-after-ack")
+def test_a_message_dead_lettered_while_its_consumer_closes_comes_back_too(pulsar_broker, pulsar_client, names,
+                                                                          record_property):
+    """When the dead-letter send completes after the close and the client lives (the id it reads
+    was not yet reused), it ignores the acknowledgement: the message is in the dead-letter topic
+    and comes back to the subscription's next consumer, with count 0 (the redelivery tracker
+    cleared when the last consumer left). KD-16's second path (KNOWN_DIVERGENCES.md)."""
+    outcomes = []
+    for _ in range(3):
+        for close_after_s in CLOSE_AFTER_S:
+            topic = names.topic()
+            letters = pulsar_client.subscribe(f"{topic}-app-DLQ", "letters")
+            status, log, back = closed_while_dead_lettering(pulsar_broker, topic, close_after_s, then_receive=True)
+            outcomes.append((close_after_s, status, NOT_READY in log))
+            if status is None and NOT_READY in log:
+                assert back is not None, f"m0 did not come back after its dead-letter ack was ignored: {log}"
+                assert (back["delivered_entry"], back["redelivery_count"]) == (0, 0), back
+                try:
+                    letters.receive(5000)
+                except pulsar.Timeout:
+                    pytest.fail("m0 came back, but not in the dead-letter topic: its send did not complete")
+                record_property("ignored_with_close_after_s", close_after_s)
+                return
+    pytest.fail(f"no run logged '{NOT_READY}' and lived (close after s, exit status, logged): {outcomes}")

@@ -276,7 +276,7 @@ def report_branches(cov, generations: list[str], listed: bool) -> None:
 
 
 def report_situations(seen, programs, generations: list[str], checks: list[Check]) -> None:
-    print("\n## State combinations: programs per 100 that produce each, per check area (plain -> swarm)")
+    print("\n## State combinations: programs per 100 that produce each, per check area (" + " -> ".join(generations) + ")")
     counted = defaultdict(set)  # (generation, area, situation) -> programs
     for program, situations in seen.items():
         name, area, _, _ = program.split(SEP)

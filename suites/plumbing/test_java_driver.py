@@ -122,8 +122,9 @@ def test_kd17_a_zero_queue_exclusive_java_consumer_can_miss_the_rewind_of_a_seco
         java.reset(spec, f"kd17-{run}-{time.monotonic_ns()}")
         history = [(op, java.invoke(op)) for op in program]
         violation = replay(spec, history, drained=True).verdict.violation
-        # What is lost was nacked again: m0, and in some runs the batch whose m2.1 was nacked twice.
-        assert violation is None or violation.detail in NACKED_AGAIN_LOST, violation
+        # What is lost was nacked again: m0, and in some runs (some of) the batch whose m2.1 was
+        # nacked twice.
+        assert violation is None or lost_of(violation.detail) <= NACKED_AGAIN, violation
         lost += violation is not None
     assert lost > 0, "the Java client brought m0 back in 8 of 8 runs: KD-17 may be fixed"
 
@@ -146,7 +147,16 @@ def test_the_java_driver_gets_into_a_secured_broker_with_its_credentials_and_no_
     secured_driver.refuses_what_the_broker_refuses(command, secured_broker)
 
 
-NACKED_AGAIN_LOST = {f"drained every consumer, yet {lost} never came" for lost in ("m0", "m0, m2.0, m2.1, m2.2")}
+# What may be lost: m0, nacked again, and the batch m2, one of whose indexes was nacked again (the
+# client dead-letters the batch's copy whole, KD-33); never m1, nacked once.
+NACKED_AGAIN = {"m0", "m2.0", "m2.1", "m2.2"}
+
+
+def lost_of(detail: str) -> set[str]:
+    """The messages a no-loss violation names ("drained every consumer, yet m0, m2.0 never came")."""
+    prefix, suffix = "drained every consumer, yet ", " never came"
+    assert detail.startswith(prefix) and detail.endswith(suffix), detail
+    return set(detail[len(prefix):-len(suffix)].split(", "))
 
 
 def test_kd29_a_java_consumer_with_a_dead_letter_policy_on_key_shared_loses_a_message_nacked_again(java):
@@ -154,7 +164,8 @@ def test_kd29_a_java_consumer_with_a_dead_letter_policy_on_key_shared_loses_a_me
     and a batch m2 (key k0) received; m2.1, m2.2, m0, m2.1 nacked, a receive, m0 nacked twice more,
     then m1 after a wait: m1 and the batch come back with redelivery count 1, m0 never does (nor
     is it in a receive later), where the model owes it (no-loss); in some runs the batch, whose
-    m2.1 was nacked twice, is lost with it, never m1 (nacked once). The same program with the Python
+    m2.1 was nacked twice, is lost with it, or only part of the batch is lost (m2.0 alone, once in
+    CI), never m1 (nacked once). The same program with the Python
     client brings m0 back, and so does the Java client on Shared, with max 3, or with no policy.
     This test fails when the Java client brings m0 back in 3 runs, so the entry is revisited."""
     spec = Spec(subscription_type=SubscriptionType.KEY_SHARED, nack_delay_ms=100, max_redeliver_count=1)
@@ -173,7 +184,8 @@ def test_kd29_a_java_consumer_with_a_dead_letter_policy_on_key_shared_loses_a_me
         java.reset(spec, f"kd29-{run}-{time.monotonic_ns()}")
         history = [(op, java.invoke(op)) for op in program]
         violation = replay(spec, history, drained=True).verdict.violation
-        # What is lost was nacked again: m0, and in some runs the batch whose m2.1 was nacked twice.
-        assert violation is None or violation.detail in NACKED_AGAIN_LOST, violation
+        # What is lost was nacked again: m0, and in some runs (some of) the batch whose m2.1 was
+        # nacked twice.
+        assert violation is None or lost_of(violation.detail) <= NACKED_AGAIN, violation
         lost += violation is not None
     assert lost > 0, "the Java client brought m0 back in 3 of 3 runs: KD-29 may be fixed"

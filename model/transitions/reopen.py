@@ -95,12 +95,19 @@ def reopen(state: State, *, persisted: bool) -> Result:
             # broker-held-message-queued-elsewhere-keeps-its-count-across-an-unload.traces-Shared).
             # A held one without comes again from the new dispatcher only.
             queued_hi = message.count_hi if message.status is AVAILABLE or message.extra_deliveries else 0
-            if message.redelivery_from is not None and state.spec.subscription_type.tracks_redelivery_count:
+            asked_again = 0
+            if message.redelivery_from is not None:
                 # A redelivery still to be asked (a nack's delay running) is asked of the new
-                # dispatcher, whose tracker counts it: 1 (shown by history
-                # broker-nack-pending-at-an-unload-counted-by-the-new-dispatcher.traces-Shared).
-                queued_hi = max(queued_hi, 1)
-            changed[message.id] = message.with_(extra_deliveries=message.extra_deliveries + 1, never_dispatched=False,
+                # dispatcher when the client's timer fires: one more copy after the one the new
+                # dispatcher sends, counted 1 by its tracker on Shared, by a rewind on Exclusive
+                # (shown by test_fidelity_broker::test_a_nack_pending_at_an_unload_is_asked_again_of_the_new_dispatcher
+                # and history broker-nack-pending-at-an-unload-counted-by-the-new-dispatcher.traces-Shared).
+                # Not owed: a timer that fires while the consumer reconnects asks nothing.
+                asked_again = 1
+                if state.spec.subscription_type.tracks_redelivery_count:
+                    queued_hi = max(queued_hi, 1)
+            changed[message.id] = message.with_(extra_deliveries=message.extra_deliveries + 1 + asked_again,
+                                                never_dispatched=False,
                                                 redelivery_from=None, redelivery_by=None, count_lo=0, count_hi=queued_hi)
     state = unstall(replace_messages(state, changed))
     # The consumers reconnect; what their clients flush meanwhile may be dropped (reconnect.py).

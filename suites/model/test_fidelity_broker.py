@@ -486,3 +486,26 @@ def test_queued_indexes_of_a_redelivered_batch_come_back_with_it_after_later_ent
     run.do(o.Tick(ms=1500 if cause == "nack" else 11_500))
     assert [(d.message, d.redelivery_count) for d in run.drain("c0")] == [(m(0, 0), 1), (m(0, 1), 1), (m(0, 2), 1)]
     assert [(d.message, d.redelivery_count) for d in run.drain("c2")] == [(m(0, 1), 0), (m(0, 2), 0)]
+
+
+@pytest.mark.parametrize("spec", [EXCLUSIVE, SHARED], ids=["Exclusive", "Shared"])
+@pytest.mark.guarantee("no-duplicate-without-cause", "redelivery-count")
+def test_a_nack_pending_at_an_unload_is_asked_again_of_the_new_dispatcher(pulsar_target, names, spec):
+    """Observed on 4.0.7 with the Python client: a nack whose delay is still running when the
+    topic is unloaded is not forgotten. The reconnected consumer gets the message from the new
+    dispatcher (count 0), then its client's nack timer fires and asks for it again on the new
+    connection: a second copy (on Shared counted 1 by the new dispatcher's tracker; on Exclusive
+    brought by a rewind)."""
+    run = _program(pulsar_target, names, spec.with_(nack_delay_ms=1500))
+    run.do(o.Subscribe(consumer="a"))
+    _publish(run, 1)
+    run.receive("a", timeout_ms=2000)
+    run.do(o.NegativeAcknowledge(consumer="a", message=m(0)))
+    run.do(o.Unload())
+    # Taken before the delay ends: on Exclusive the rewind clears the client's receiver queue.
+    first = run.receive("a", timeout_ms=1000)
+    run.do(o.Tick(ms=1500))
+    again = run.drain("a", idle_ms=1500)
+    expected_count = 1 if spec.subscription_type is SubscriptionType.SHARED else 0
+    assert (first, again) == (o.Delivery(message=m(0), redelivery_count=0),
+                              [o.Delivery(message=m(0), redelivery_count=expected_count)])

@@ -71,12 +71,12 @@ CHECKS = (
           specs={**ALL_TYPES, "Shared-backoff": SHARED.with_(nack_backoff=NACK_BACKOFF)},
           guarantees=EVERY_PROGRAM | ACKS | {G.EXCLUSIVE, G.KEY_SHARED_STICKINESS}),
     # No acknowledge op: a message goes to the dead-letter topic acknowledged, so it must not come back.
-    # No unload yet: a redelivery the client asked for (a nack, a redeliver request) that crosses an
-    # unload is not modelled to the broker's depth: at nightly depth programs with one were refused
-    # where the broker was right (on Exclusive a nack pending at the unload rewinds the new
-    # dispatcher, and the message comes once more), though it would kill mutants of reopen.py.
+    # An unload hands the subscription to a new dispatcher, whose redelivery tracker counts from 0,
+    # while a redelivery the client asked for before it may still be asked of the new one: it moves
+    # messages back from the dead-letter topic's door.
     Check(area="redelivery_count_and_dead_letter",
-          kinds=BASE + ("negative_acknowledge", "redeliver_unacknowledged_messages", "close", "tick", "crash_client"),
+          kinds=BASE + ("negative_acknowledge", "redeliver_unacknowledged_messages", "close", "tick", "crash_client",
+                        "unload"),
           specs={"Shared": SHARED, "Shared-dlq1": SHARED.with_(max_redeliver_count=1),
                  "Key_Shared-dlq2": KEY_SHARED.with_(max_redeliver_count=2), "Exclusive": EXCLUSIVE},
           guarantees=EVERY_PROGRAM | {G.DEAD_LETTER, G.NO_REDELIVERY_AFTER_ACK, G.EXCLUSIVE,

@@ -64,6 +64,14 @@ def receive(state: State, op: o.Receive, completion: o.Completion, *, invoked: i
         used_extra = not window_open and message.status is not AVAILABLE
         remaining = max(message.extra_deliveries - 1, 0) if used_extra else message.extra_deliveries
         pending = (message.redelivery_from, message.redelivery_by) if used_extra else (None, None)
+        if (used_extra and pending[0] is not None and message.holder != op.consumer
+                and state.spec.subscription_type.tracks_redelivery_count):
+            # Another consumer asked for it again, and this one got a copy dispatched before that
+            # request left its client (its window is not open yet): the request will find the entry
+            # pending on this consumer and be ignored, as a stale copy's nack is (shown by history
+            # broker-nack-of-a-copy-redispatched-elsewhere-is-ignored.dead_letter_by_nack-Shared-dlq2).
+            # It may still come, should this consumer give it up first; it is not owed.
+            remaining, pending = remaining + 1, (None, None)
         delivered = message.with_(status=HELD, holder=op.consumer, delivered=True, extra_deliveries=remaining,
                                   redelivery_from=pending[0], redelivery_by=pending[1], skipped_by=None, stalled=False)
     # An extra copy still to come was dispatched again by a later request: it may carry a higher

@@ -509,3 +509,26 @@ def test_a_nack_pending_at_an_unload_is_asked_again_of_the_new_dispatcher(pulsar
     expected_count = 1 if spec.subscription_type is SubscriptionType.SHARED else 0
     assert (first, again) == (o.Delivery(message=m(0), redelivery_count=0),
                               [o.Delivery(message=m(0), redelivery_count=expected_count)])
+
+
+@pytest.mark.guarantee("no-loss", "no-duplicate-without-cause")
+def test_a_nack_of_a_queued_copy_whose_entry_went_to_another_consumer_is_ignored(pulsar_target, names):
+    """Observed on 4.0.7 with the Python client: c1 nacks one message of a batch, and the broker
+    redelivers the whole entry to c0 (c1, with a receiver queue of 1, has no permits left). c1
+    then takes the entry's other messages from its receiver queue (count 0) and nacks one of
+    them: its client asks for the entry again, the broker has it pending on c0, not on c1, and
+    ignores the request. Nothing comes back while c0 holds the entry."""
+    run = _program(pulsar_target, names, SHARED.with_(receiver_queue_size=1, nack_delay_ms=300))
+    run.do(o.Subscribe(consumer="c1"))
+    run.do(o.Send(keys=(None, None, None), batched=True))
+    assert run.receive("c1", timeout_ms=2000) == o.Delivery(message=m(0, 0), redelivery_count=0)
+    run.do(o.Subscribe(consumer="c0"))
+    run.do(o.NegativeAcknowledge(consumer="c1", message=m(0, 0)))
+    run.do(o.Tick(ms=600))
+    queued = [run.receive("c1", timeout_ms=500) for _ in range(2)]
+    run.do(o.NegativeAcknowledge(consumer="c1", message=m(0, 1)))
+    elsewhere = [run.receive("c0", timeout_ms=200) for _ in range(3)]
+    run.do(o.Tick(ms=800))
+    assert (queued, elsewhere) == ([o.Delivery(message=m(0, i), redelivery_count=0) for i in (1, 2)],
+                                   [o.Delivery(message=m(0, i), redelivery_count=1) for i in range(3)])
+    assert run.drain() == []

@@ -104,6 +104,10 @@ class Message:
     # dropped the ack (model/transitions/reconnect.py), so the message may come again, as often as
     # the broker redelivers, until a cursor read settles it; a flush does not prove it arrived.
     ack_may_be_dropped: bool = False
+    # Received again by this consumer's application after the ack, the ack not yet confirmed:
+    # should a cursor read show the ack lost, this consumer holds the message (its copy came from
+    # a cursor without the ack), and it is not owed again.
+    copy_held_by: str | None = None
 
     # with_(**changes): `dataclasses.replace(self, **changes)`, made fast by model.records (set below).
 

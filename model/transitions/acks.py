@@ -43,7 +43,7 @@ def acknowledge(state: State, op: o.Acknowledge, completion: o.Completion) -> Re
     lo = max(message.count_lo - 1, 0) if requested and state.spec.subscription_type.tracks_redelivery_count \
         else message.count_lo
     acked = message.with_(status=ACKED, holder=None, redelivery_from=None, redelivery_by=None, extra_deliveries=extra,
-                          count_lo=lo, dead_letter_unsure=False)
+                          count_lo=lo, dead_letter_unsure=False, copy_held_by=None)
     if extra and state.spec.subscription_type.tracks_redelivery_count:
         # A copy still to come may carry count 0: the broker's redelivery tracker forgets the
         # message when the ack arrives, and a copy dispatched after that is counted from nothing
@@ -207,11 +207,22 @@ def settle(state: State, observed: cur.Cursor) -> State:
                 # not deleted yet); with them the broker keeps the index in the cursor's batch
                 # indexes, which internalStats does not show. Either way the read proves nothing.
                 continue
+            holder = message.copy_held_by if state.consumer(message.copy_held_by or "") is not None else None
+            if holder is not None:
+                # The ack was lost, and a consumer's application got a copy after it: that
+                # consumer holds the message, nothing is owed (shown by
+                # suites/broker/test_ack_while_reconnecting.py::test_a_copy_received_before_the_read_that_shows_the_ack_lost_is_held
+                # and history broker-lost-ack-copy-received-before-the-read-is-held.persistence-Exclusive).
+                changed[message.id] = message.with_(status=HELD, holder=holder, ack_confirmed=False,
+                                                    dead_letter_unsure=False, ack_in_doubt=False,
+                                                    ack_may_be_dropped=False, copy_held_by=None)
+                continue
             # The ack was lost: the message is owed again, which uses up the one extra delivery the
             # doubt allowed; extra copies for other causes stay (shown by history
             # broker-lost-ack-after-two-unloads-comes-twice.persistence-Exclusive).
             changed[message.id] = message.with_(status=AVAILABLE, ack_confirmed=False, dead_letter_unsure=False,
-                                                ack_in_doubt=False, ack_may_be_dropped=False, extra_deliveries=max(message.extra_deliveries - 1, 0))
+                                                ack_in_doubt=False, ack_may_be_dropped=False, copy_held_by=None,
+                                                extra_deliveries=max(message.extra_deliveries - 1, 0))
     state = replace_messages(state, changed)
     confirmed_cursor = cur.from_acknowledged(observed.acknowledged(len(state.entries)) - set(range(observed.mark_delete + 1)),
                                              mark_delete=observed.mark_delete, batch_deleted=state.cursor.batch_deleted,

@@ -144,9 +144,11 @@ def leave(state: State, leaving: frozenset[str], *, owed_entries: set[int] | Non
     # Any batch entry not yet deleted may have been pending on this consumer, its receiver queue
     # included (shown by history broker-partly-acked-batch-back-after-close.individual_ack-Shared-latest).
     state = entries_come_back(replace_messages(state, changed), set(range(len(state.entries))), owed=owed_entries)
-    # What its client skipped after a seek is owed to the others now.
-    state = replace_messages(state, {m.id: m.with_(skipped_by=None) for m in state.messages
-                                     if m.skipped_by in leaving})
+    # What its client skipped after a seek is owed to the others now; a copy its application got
+    # after an ack goes back to the subscription with it.
+    state = replace_messages(state, {m.id: m.with_(skipped_by=None,
+                                                   copy_held_by=None if m.copy_held_by in leaving else m.copy_held_by)
+                                     for m in state.messages if m.skipped_by in leaving or m.copy_held_by in leaving})
     if tracked and not remaining:
         # The last consumer is gone: the dispatcher drops its redelivery tracker, counts restart at 0
         # (shown by test_fidelity_broker::

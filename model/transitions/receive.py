@@ -43,20 +43,21 @@ def receive(state: State, op: o.Receive, completion: o.Completion, *, invoked: i
         # open (shown both ways by the histories
         # broker-maybe-dead-lettered-copy-back-after-close.redelivery_count_and_dead_letter-Shared-dlq1
         # and broker-maybe-dead-lettered-copy-never-back.redelivery_count_and_dead_letter-Shared-dlq1).
-        message = message.with_(status=HELD, holder=op.consumer)
+        message = message.with_(status=HELD, holder=op.consumer, copy_held_by=None)
     if message.ack_in_doubt and message.status is ACKED:
         # Its ack was in doubt at a client crash: the crashed client's queues went with it, so this
         # copy came from the cursor, which lacks the ack. The message is unacknowledged from now on
         # and held by this consumer (shown by
         # suites/broker/test_client_crash.py::test_a_message_whose_ack_was_lost_at_a_crash_comes_back_until_acked).
         message = message.with_(status=HELD, holder=op.consumer, ack_in_doubt=False, ack_confirmed=False,
-                                ack_may_be_dropped=False)
+                                ack_may_be_dropped=False, copy_held_by=None)
     window_open = message.redelivery_from is not None and state.now >= message.redelivery_from
     if message.status is ACKED:
         # An ack the client may have dropped leaves the message to come as often as the broker
         # redelivers it (model/transitions/reconnect.py).
         spare = 1 if message.ack_may_be_dropped else 0
-        delivered = message.with_(delivered=True, extra_deliveries=max(message.extra_deliveries - 1, spare))
+        delivered = message.with_(delivered=True, extra_deliveries=max(message.extra_deliveries - 1, spare),
+                                  copy_held_by=message.copy_held_by if message.ack_confirmed else op.consumer)
     else:
         # A delivery uses up the open redelivery window first, else one extra delivery; an extra one
         # leaves a requested redelivery on its way (shown by history

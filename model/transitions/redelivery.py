@@ -276,7 +276,7 @@ def entries_come_back(state: State, entries: set[int], *, counted: bool = False,
             # as new copies that must all be acked again (shown by history
             # broker-partial-batch-ack-lost-with-its-copy.individual_ack-Exclusive).
             changed[m.id] = m.with_(status=AVAILABLE, never_dispatched=False, ack_confirmed=False,
-                                    count_hi=m.count_hi + bump, dead_letter_unsure=False)
+                                    count_hi=m.count_hi + bump, dead_letter_unsure=False, copy_held_by=None)
         elif not state.spec.batch_index_ack and m.id.entry in partly_acked:
             # Its ack is still pending, held with the copy it was made on: the new copies' acks do
             # not complete that copy's batch, so whether the entry is ever acked is open (shown by

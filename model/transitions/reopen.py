@@ -52,7 +52,7 @@ def _seek(state: State, op: o.Seek) -> State:
                                                 ack_confirmed=False, count_lo=0, count_hi=message.count_hi + 1,
                                                 extra_deliveries=message.extra_deliveries + int(message.delivered),
                                                 skipped_by=op.consumer if skipped else None, dead_letter_unsure=False,
-                                                ack_may_be_dropped=False)
+                                                ack_may_be_dropped=False, copy_held_by=None)
         elif message.status is not ACKED or not message.ack_confirmed:
             changed[message.id] = message.with_(status=ACKED, holder=None, ack_confirmed=True, ack_may_be_dropped=False,
                                                 extra_deliveries=0, redelivery_from=None, redelivery_by=None)

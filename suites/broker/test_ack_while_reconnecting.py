@@ -27,6 +27,7 @@ pytestmark = pytest.mark.broker
 
 SUBSCRIPTION = "reconnecting"
 EXCLUSIVE = Spec(subscription_type=SubscriptionType.EXCLUSIVE)
+SHARED = Spec(subscription_type=SubscriptionType.SHARED)
 TRIES = 3  # the reconnect races the 100 ms flush timer (on 4.0.7 each of 5 tries lost its ack)
 
 
@@ -76,5 +77,34 @@ def test_the_model_accepts_what_an_ack_dropped_while_reconnecting_leaves(pulsar_
         run.do(o.Close(consumer="c0"))
         run.do(o.Subscribe(consumer="c0"))
         assert [d.message for d in run.drain("c0")] == [o.MessageId(0), o.MessageId(1)]
+        return
+    pytest.fail(f"every ack made right after an unload reached the broker ({TRIES} tries)")
+
+
+
+@pytest.mark.guarantee("no-loss", "cursor")
+def test_a_copy_received_before_the_read_that_shows_the_ack_lost_is_held(pulsar_target, names):
+    """On Shared: c0's ack of m0, made while it reconnects, is dropped; c0 closes, and m0 comes to
+    c1, whose application takes it before anything shows the ack lost. The cursor read that then
+    shows it does not make m0 owed once more: c1 holds it, and it comes again only when c1 gives
+    it back (its close)."""
+    for attempt in range(TRIES):
+        run = Lockstep(pulsar_target, SHARED, f"{names.topic().rsplit('/', 1)[1]}-{attempt}")
+        run.do(o.Subscribe(consumer="c0"))
+        run.do(o.Send())
+        assert run.receive("c0", timeout_ms=5000).message == o.MessageId(0)
+        run.do(o.Subscribe(consumer="c1"))
+        run.do(o.Unload())
+        run.do(o.Acknowledge(consumer="c0", message=o.MessageId(0)))
+        run.do(o.Tick(ms=1000))  # the flush timer fires, the consumers reconnect
+        run.do(o.Close(consumer="c0"))
+        copy = run.receive("c1", timeout_ms=2000)
+        if run.do(o.ReadCursor()).value.acknowledged(1):
+            continue  # the consumer was back before the flush
+        assert copy is not None and copy.message == o.MessageId(0)
+        assert run.drain("c1") == []
+        run.do(o.Close(consumer="c1"))
+        run.do(o.Subscribe(consumer="c2"))
+        assert [d.message for d in run.drain("c2")] == [o.MessageId(0)]
         return
     pytest.fail(f"every ack made right after an unload reached the broker ({TRIES} tries)")

@@ -3,8 +3,9 @@
 A failure found at nightly depth that does not fail again when replayed once may be a rare choice
 the broker makes or a one-off; replaying it N times on the same target and saying "reproduced k of
 N" lets a user tell which. A replay runs the stored program's ops (failures/<stem>.jsonl) in
-lock-step with the model, then the drain check that found it (the sidecar's `drained`), exactly as
-the printed reproduction does; it reproduces when it breaks the same guarantee. A replay that
+lock-step with the model, then the drain that found it again (the sidecar's `drained`: receive until
+nothing more comes, then the drain check), exactly as the printed reproduction does; it reproduces
+when it breaks the same guarantee. A replay that
 raises anything else (the client crashed, the target errored) is counted apart, never as a
 reproduction.
 
@@ -34,6 +35,7 @@ from reports.results import InputError, ReportedViolation, Summary, load_summary
 def replay_times(target, spec, ops, *, guarantee: str, drained, times: int) -> dict[str, int]:
     """Replay `ops` on `target` `times` times: {"times", "reproduced", "errors"}."""
     from fixtures.targets.lockstep import ConformanceFailure, Lockstep
+    from fixtures.targets.replay import drain_again
 
     reproduced = errors = 0
     for attempt in range(times):
@@ -42,7 +44,7 @@ def replay_times(target, spec, ops, *, guarantee: str, drained, times: int) -> d
             for op in ops:
                 run.do(op)
             if drained:
-                run.check_drained(tuple(drained) if isinstance(drained, list) else drained)
+                drain_again(run, drained)
         except ConformanceFailure as failure:
             violation = failure.violation
             reproduced += violation.guarantee.value == guarantee and not violation.undecided

@@ -84,6 +84,38 @@ class LosesAMessageOnce(LosesAMessage):
         return super().answer(op) if self.faulty else ModelTarget.answer(self, op)
 
 
+class StallsOnce(ModelTarget):
+    """Delivers nothing in the first program any instance runs (a dispatcher that stalled once),
+    the model ever after: its failure's drain made fewer receives than the messages it owed."""
+
+    spent = False
+
+    def reset(self, spec, program_id):
+        super().reset(spec, program_id)
+        self.faulty, StallsOnce.spent = not StallsOnce.spent, True
+
+    def answer(self, op):
+        completion = super().answer(op)
+        if self.faulty and isinstance(completion.value, o.Delivery):
+            return o.ok(None, at=completion.at)
+        return completion
+
+
+def stalled_failure(target: StallsOnce, name: str) -> ConformanceFailure:
+    """Six messages owed and a drain that gave up after a few empty receives."""
+    target.name = name
+    run = Lockstep(target, EXCLUSIVE, "sample")
+    run.do(o.Subscribe(consumer="c0"))
+    for _ in range(6):
+        run.do(o.Send())
+    try:
+        run.drain(idle_ms=200)
+    except ConformanceFailure as failure:
+        assert sum(isinstance(op, o.Receive) for op, _ in run.history) < 6, "the drain took as many receives as owed"
+        return failure
+    raise AssertionError("StallsOnce delivered: the sample failure is gone")
+
+
 def failed_run_with_files(folder: Path) -> Summary:
     """A run with one real failure (its files under folder/failures), a pass and an unknown."""
     failure = lost_message_failure()

@@ -8,11 +8,13 @@ import json
 from reports import replay_failures
 from reports.failures import write_failure
 from reports.results import load_summary
-from suites.reports.samples import LosesAMessageOnce, lost_message_failure, result, save, summary
+from suites.reports.samples import (LosesAMessageOnce, StallsOnce, lost_message_failure, result, save,
+                                    stalled_failure, summary)
 from suites.reports.test_plugin import make_project, pytest_run
 
 LOSES = "fixtures.targets.faulty:LosesAMessage"
 ONCE = "suites.reports.samples:LosesAMessageOnce"
+STALLS = "suites.reports.samples:StallsOnce"
 
 
 def failed_run(folder, failure, target: str) -> None:
@@ -43,6 +45,16 @@ def test_a_fault_that_struck_once_reproduces_none_of_the_times(tmp_path):
     assert replay_failures.main([str(tmp_path), "--times", "3"]) == 0
     assert replayed(tmp_path) == {"times": 3, "reproduced": 0, "errors": 0}
     assert "(reproduced 0 of 3 replays)" in (tmp_path / "summary.md").read_text()
+
+
+def test_a_loss_whose_messages_come_this_time_is_not_reproduced(tmp_path):
+    """The stored drain gave up after fewer receives than the messages owed; a replay whose target
+    delivers them all has not reproduced the loss, though those few receives cannot take them all:
+    the replay drains again until nothing more comes."""
+    StallsOnce.spent = False
+    failed_run(tmp_path, stalled_failure(StallsOnce(), STALLS), STALLS)
+    assert replay_failures.main([str(tmp_path), "--times", "2"]) == 0
+    assert replayed(tmp_path) == {"times": 2, "reproduced": 0, "errors": 0}
 
 
 def test_a_failure_seen_on_a_broker_needs_the_broker_s_addresses(tmp_path, capsys):

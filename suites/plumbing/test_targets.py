@@ -119,6 +119,40 @@ def test_a_drain_waits_out_a_failover_pause_only_when_something_is_owed_after_it
     assert timeouts[0] == 100
 
 
+class LateAfterAClose(ModelTarget):
+    """Hands nothing out for `quiet` receives after a consumer's close, then as the model does: a
+    dispatcher slow to give the closed consumer's messages to the one left."""
+
+    def __init__(self, quiet: int):
+        super().__init__()
+        self.quiet, self.left = quiet, 0
+
+    def answer(self, op):
+        if isinstance(op, o.Close):
+            self.left = self.quiet
+        elif isinstance(op, o.Receive) and self.left:
+            self.left -= 1
+            return o.ok(None, at=self.state.now)
+        return super().answer(op)
+
+
+@pytest.mark.parametrize("quiet, lost", [(20, False), (100, True)], ids=["two-seconds-late", "never"])
+def test_a_drain_waits_once_more_before_it_calls_a_message_lost(quiet, lost):
+    """The closed consumer's messages reach c1 after 2 s of empty 100 ms polls, past the drain's
+    usual second: late, not lost. Ten seconds of nothing is a loss."""
+    run = Lockstep(LateAfterAClose(quiet), Spec(), f"late-{quiet}")
+    run.do(o.Subscribe(consumer="c0"))
+    run.do(o.Subscribe(consumer="c1"))
+    run.do(o.Send())
+    assert run.receive("c0", timeout_ms=100).message == o.MessageId(0)
+    run.do(o.Close(consumer="c0"))
+    if lost:
+        with pytest.raises(ConformanceFailure, match="m0 never came"):
+            run.drain()
+    else:
+        assert [d.message for d in run.drain()] == [o.MessageId(0)]
+
+
 def test_a_dead_letter_programs_client_is_closed_before_its_topic_is_deleted(monkeypatch):
     """The C++ client crashed (segmentation fault) in its own threads while the topic of a program
     with a dead-letter policy was deleted under the client still open: that client (it owns the

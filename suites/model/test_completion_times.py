@@ -70,3 +70,27 @@ def test_the_lockstep_run_stops_with_the_history_told():
         run.do(o.Subscribe(consumer="c1"))
     told = "\n".join(raised.value.__notes__)
     assert "history (last 40):" in told and "@150ms" in told and "ConsumerBusy" in told
+
+
+def _redelivered_to_c0_after_c1s_redeliver(c1_at, count):
+    """c0 holds m0 and asks for it again at 20 ms; c1's redeliver completes at `c1_at`; c0 then
+    receives m0 with `count`."""
+    spec = Spec(subscription_type=SubscriptionType.SHARED, nack_delay_ms=100)
+    return _run(spec, [(o.Send(), o.ok((o.MessageId(0),), at=0)), (o.Subscribe(consumer="c0"), o.ok(at=0)),
+                       (o.Subscribe(consumer="c1"), o.ok(at=0)),
+                       (o.Receive(consumer="c0"), o.ok(o.Delivery(message=o.MessageId(0), redelivery_count=0), at=10)),
+                       (o.RedeliverUnacknowledgedMessages(consumer="c0"), o.ok(at=20)),
+                       (o.RedeliverUnacknowledgedMessages(consumer="c1"), o.ok(at=c1_at)),
+                       (o.Receive(consumer="c0"), o.ok(o.Delivery(message=o.MessageId(0), redelivery_count=count),
+                                                       at=c1_at + 1))])
+
+
+def test_a_redelivery_may_land_before_an_op_stamped_in_the_millisecond_its_window_ends():
+    """c0's redeliver lands by its own stamp; the copy may go to c1, whose redeliver counts it
+    again (count 2). Stamps are whole milliseconds: c1's call in the same millisecond may come
+    after the landing as well as one a millisecond later (shown by history
+    broker-redelivery-lands-within-the-millisecond-of-its-call.redelivery_count_and_dead_letter-Shared)."""
+    assert _redelivered_to_c0_after_c1s_redeliver(c1_at=21, count=2).ok
+    assert _redelivered_to_c0_after_c1s_redeliver(c1_at=20, count=2).ok
+    assert _redelivered_to_c0_after_c1s_redeliver(c1_at=20, count=1).ok  # or before it: one request counted
+    assert not _redelivered_to_c0_after_c1s_redeliver(c1_at=20, count=3).ok

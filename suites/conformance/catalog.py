@@ -52,7 +52,8 @@ class Check:
 
 
 CHECKS = (
-    Check(area="individual_ack", kinds=BASE + ("acknowledge", "read_cursor", "close", "crash_client"),
+    # A tick lets the Failover pause pass between acks and cursor reads, and stamps them apart.
+    Check(area="individual_ack", kinds=BASE + ("acknowledge", "read_cursor", "close", "crash_client", "tick"),
           specs={**ALL_TYPES, "Shared-latest": SHARED.with_(initial_position=InitialPosition.LATEST)},
           guarantees=EVERY_PROGRAM | ACKS | {G.CURSOR, G.EXCLUSIVE, G.KEY_SHARED_STICKINESS}),
     # A cumulative ack inside a batch acknowledges the entries before it, and with batch-index acks
@@ -97,7 +98,9 @@ CHECKS = (
           specs={"Shared": SHARED, "Shared-batch-index-ack": SHARED.with_(client_batch_index_ack=True),
                  "Exclusive-batch-index-ack": EXCLUSIVE.with_(client_batch_index_ack=True)},
           guarantees=EVERY_PROGRAM | ACKS | {G.CURSOR, G.EXCLUSIVE}),
-    Check(area="seek", kinds=BASE + ("acknowledge", "seek"),
+    # A seek acknowledges everything before its target (the cursor is reset there): a close of the
+    # consumer that held those messages must not bring them back.
+    Check(area="seek", kinds=BASE + ("acknowledge", "seek", "close"),
           specs={"Exclusive": EXCLUSIVE, "Shared": SHARED,
                  "Shared-batch-index-ack": SHARED.with_(client_batch_index_ack=True)},
           guarantees=EVERY_PROGRAM | ACKS | {G.EXCLUSIVE}),

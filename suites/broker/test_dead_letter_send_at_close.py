@@ -35,6 +35,24 @@ REDELIVERED_S = 0.05  # the first redelivery's copy (count 1) lands before the s
 # to crash ends the test, and a loaded machine moves the window later).
 CLOSE_AFTER_S = (0.002, 0.004, 0.006, 0.008, 0.01, 0.012, 0.016, 0.02, 0.025, 0.03)
 NOT_READY = "Send to the DLQ successfully, but consumer is not ready"
+SHOWN_AFTER = 3  # runs whose dead-letter send completed after the close
+
+
+DEAD_LETTER_AT_1 = Spec(subscription_type=SubscriptionType.SHARED, nack_delay_ms=100, max_redeliver_count=1)
+
+
+def _m0_received_by_c0(driver: DriverProcess, pulsar_broker, topic: str, spec: Spec):
+    """The program's start on `driver`: c0 subscribes, m0 is sent and c0 receives it. Its op sender."""
+    driver.request(wire.hello(pulsar_broker.service_url, pulsar_broker.credentials.to_wire()), 60_000)
+    assert driver.request(wire.reset(spec, topic, "app"), 30_000)["outcome"] == "ok"
+
+    def op(**request) -> dict:
+        return driver.request({"type": "op", **request}, 30_000)
+
+    op(op="subscribe", consumer="c0")
+    op(op="send", entry=0, keys=[None], batched=False)
+    assert op(op="receive", consumer="c0", ms=5000).get("delivered_entry") == 0
+    return op
 
 
 def closed_while_dead_lettering(pulsar_broker, topic: str, close_after_s: float, *,
@@ -44,16 +62,7 @@ def closed_while_dead_lettering(pulsar_broker, topic: str, close_after_s: float,
     subscription receives when the driver lived (None: nothing in 3 s, or it died)."""
     driver = DriverProcess(PYTHON_DRIVER)
     try:
-        driver.request(wire.hello(pulsar_broker.service_url, pulsar_broker.credentials.to_wire()), 60_000)
-        spec = Spec(subscription_type=SubscriptionType.SHARED, nack_delay_ms=100, max_redeliver_count=1)
-        assert driver.request(wire.reset(spec, topic, "app"), 30_000)["outcome"] == "ok"
-
-        def op(**request) -> dict:
-            return driver.request({"type": "op", **request}, 30_000)
-
-        op(op="subscribe", consumer="c0")
-        op(op="send", entry=0, keys=[None], batched=False)
-        assert op(op="receive", consumer="c0", ms=5000).get("delivered_entry") == 0
+        op = _m0_received_by_c0(driver, pulsar_broker, topic, DEAD_LETTER_AT_1)
         op(op="redeliver_unacknowledged_messages", consumer="c0")
         time.sleep(REDELIVERED_S)
         op(op="redeliver_unacknowledged_messages", consumer="c0")
@@ -87,31 +96,72 @@ def test_a_consumer_closed_while_its_client_dead_letters_crashes_the_cpp_client(
                 "KD-34 may be fixed in this client")
 
 
+def asked_back_by_its_second_holder(pulsar_broker, topic: str, close_after_s: float) -> tuple[dict, str, dict | None]:
+    """KD-35's program, as the nightly found it: with receiver queues of 1, c0 receives m0 (count
+    0) and asks for it again; the broker gives the copy of count 1 (the limit) to c1, which asks
+    for it again too, so that its client dead-letters m0; both consumers close `close_after_s`
+    later, and a new consumer subscribes. The holder's receive, the end of the driver's log and what
+    the new consumer receives (None: nothing in 3 s, or the driver died). Here the client's
+    dead-letter callback does not crash (KD-34 did not once in 7 runs, where the program of
+    `closed_while_dead_lettering` crashed 3 times in 7)."""
+    driver = DriverProcess(PYTHON_DRIVER)
+    try:
+        op = _m0_received_by_c0(driver, pulsar_broker, topic, DEAD_LETTER_AT_1.with_(receiver_queue_size=1))
+        op(op="subscribe", consumer="c1")
+        op(op="redeliver_unacknowledged_messages", consumer="c0")
+        holder, held = "c1", op(op="receive", consumer="c1", ms=2000)
+        if held.get("delivered_entry") is None:
+            holder, held = "c0", op(op="receive", consumer="c0", ms=2000)
+        op(op="redeliver_unacknowledged_messages", consumer=holder)
+        time.sleep(close_after_s)
+        for consumer in ("c0", "c1"):
+            op(op="close", consumer=consumer)
+        time.sleep(1.0)
+        back = None
+        if driver.process.poll() is None:
+            op(op="subscribe", consumer="c2")
+            back = op(op="receive", consumer="c2", ms=3000)
+            back = back if back.get("delivered_entry") is not None else None
+        return held, driver.stderr_tail(), back
+    finally:
+        driver.stop()
+
+
 @pytest.mark.guarantee("no-redelivery-after-ack")
 def test_a_message_dead_lettered_while_its_consumer_closes_comes_back_too(pulsar_broker, pulsar_client, names,
                                                                           record_property):
-    """When the dead-letter send completes after the close and the client lives (the id it reads
-    was not yet reused), it ignores the acknowledgement: the message is in the dead-letter topic
-    and comes back to the subscription's next consumer, with count 0 (the redelivery tracker
-    cleared when the last consumer left). KD-16's second path (KNOWN_DIVERGENCES.md)."""
-    outcomes = []
+    """When the dead-letter send completes after the close, the client ignores the
+    acknowledgement: the message is in the dead-letter topic and comes back to the subscription's
+    next consumer, with count 0 (the redelivery tracker cleared when the last consumer left).
+    KD-35 (KNOWN_DIVERGENCES.md). A close 4 to 10 ms after the request let the send complete after
+    it in 10 of 12 runs, and m0 came back in 9 of those 10; a close at once leaves m0
+    undead-lettered (it comes back, as the model allows), one 50 ms later dead-letters and
+    acknowledges it. The test ends once `SHOWN_AFTER` runs logged the ignored acknowledgement."""
+    logged, shown = [], []
     for _ in range(3):
         for close_after_s in CLOSE_AFTER_S:
             topic = names.topic()
             letters = pulsar_client.subscribe(f"{topic}-app-DLQ", "letters")
-            status, log, back = closed_while_dead_lettering(pulsar_broker, topic, close_after_s, then_receive=True)
-            outcomes.append((close_after_s, status, NOT_READY in log))
-            if status is None and NOT_READY in log:
-                assert back is not None, f"m0 did not come back after its dead-letter ack was ignored: {log}"
+            held, log, back = asked_back_by_its_second_holder(pulsar_broker, topic, close_after_s)
+            assert (held.get("delivered_entry"), held.get("redelivery_count")) == (0, 1), held
+            if NOT_READY not in log:
+                continue
+            logged.append(close_after_s)
+            if back is not None:
                 assert (back["delivered_entry"], back["redelivery_count"]) == (0, 0), back
                 try:
                     letters.receive(5000)
                 except pulsar.Timeout:
                     pytest.fail("m0 came back, but not in the dead-letter topic: its send did not complete")
-                record_property("ignored_with_close_after_s", close_after_s)
-                return
-    # The window is a few milliseconds wide and KD-34 often kills the client inside it (on a loaded
-    # CI machine every run that logged the line crashed, 30 of 30): then KD-35 was not shown this
-    # time, which is not a pass either.
-    pytest.xfail(f"no run logged '{NOT_READY}' and lived, so KD-35 was not put to the test "
-                 f"(close after s, exit status, logged): {outcomes}")
+                shown.append(close_after_s)
+            if len(logged) == SHOWN_AFTER:
+                break
+        if len(logged) == SHOWN_AFTER:
+            break
+    record_property("ignored_and_back_with_close_after_s", shown)
+    if not logged:
+        # A dead-letter send that never completes after the close leaves KD-35 untested, which is
+        # not a pass either.
+        pytest.xfail(f"no run logged '{NOT_READY}', so KD-35 was not put to the test")
+    assert shown, (f"in {len(logged)} runs the client ignored the dead-letter acknowledgement and m0 never came "
+                   "back: KD-35 may be fixed in this client")

@@ -144,6 +144,9 @@ def redeliver(state: State, consumer: str, at: int, *, window: tuple[int, int], 
     rewind = state.spec.subscription_type.single_active_consumer
     tracked = state.spec.subscription_type.tracks_redelivery_count
     limit = state.spec.max_redeliver_count if tracked else None
+    # Acks of this consumer's client not yet flushed (the ack grouping): the broker still has their
+    # messages pending on this consumer.
+    unflushed = {message_id for _, message_id in asking.pending_acks} if (asking := state.consumer(consumer)) else set()
     changed = {}
     for message in state.messages:
         if message.status is HELD and message.holder == consumer:
@@ -181,6 +184,15 @@ def redeliver(state: State, consumer: str, at: int, *, window: tuple[int, int], 
             # the client still hands out the queued copy (shown by the histories
             # broker-maybe-dead-lettered-queued-copy-counted.redelivery_count_and_dead_letter-Shared-dlq1
             # and broker-maybe-dead-lettered-queued-copy-comes-twice.redelivery_count_and_dead_letter-Shared-dlq1).
+            changed[message.id] = message.with_(count_hi=message.count_hi + 1,
+                                                extra_deliveries=message.extra_deliveries + 1)
+        elif message.status is ACKED and not message.ack_confirmed and message.id in unflushed and tracked:
+            # Acknowledged by this consumer's application, the ack still in its client's group: the
+            # client sends the request without flushing it, and the broker redelivers what it has
+            # pending on the consumer, counted; the ack lands later. The asking client drops such
+            # copies (its grouping tracker's duplicates); another consumer gets them (shown by
+            # test_fidelity_broker::test_a_redeliver_brings_back_what_the_ack_grouping_has_not_flushed_yet
+            # and history broker-redeliver-before-the-ack-flush-brings-it-back.traces-Key_Shared).
             changed[message.id] = message.with_(count_hi=message.count_hi + 1,
                                                 extra_deliveries=message.extra_deliveries + 1)
         elif message.status is ACKED and not message.ack_confirmed and message.extra_deliveries and tracked:

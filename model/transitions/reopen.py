@@ -86,7 +86,11 @@ def reopen(state: State, *, persisted: bool) -> Result:
                 changed[message.id] = message.with_(extra_deliveries=message.extra_deliveries + 1,
                                                     ack_confirmed=message.ack_confirmed and persisted, count_lo=0)
             elif message.count_hi:
-                changed[message.id] = message.with_(count_lo=0, count_hi=0)
+                # Acknowledged for good: a copy comes only from a receiver queue, with the count it
+                # was dispatched with (shown by test_fidelity_broker::
+                # test_a_copy_queued_before_an_unload_keeps_its_count_though_its_ack_is_persisted).
+                changed[message.id] = message.with_(count_lo=0,
+                                                    count_hi=message.count_hi if message.extra_deliveries else 0)
         else:
             # The new dispatcher counts from 0; a copy dispatched before and still in a receiver
             # queue keeps the count it was dispatched with: of a message not held (shown by history

@@ -20,6 +20,7 @@ pytestmark = pytest.mark.broker
 SHARED = Spec(subscription_type=SubscriptionType.SHARED, nack_delay_ms=200)
 EXCLUSIVE = Spec(subscription_type=SubscriptionType.EXCLUSIVE, nack_delay_ms=200)
 m = o.MessageId
+QUEUED_COPY_RUNS = 5
 
 
 _RECORDING = []  # the test's `observed` wrapper: each program is kept as an observation of the broker
@@ -532,3 +533,58 @@ def test_a_nack_of_a_queued_copy_whose_entry_went_to_another_consumer_is_ignored
     assert (queued, elsewhere) == ([o.Delivery(message=m(0, i), redelivery_count=0) for i in (1, 2)],
                                    [o.Delivery(message=m(0, i), redelivery_count=1) for i in range(3)])
     assert run.drain() == []
+
+
+@pytest.mark.parametrize("kind", [SubscriptionType.SHARED, SubscriptionType.KEY_SHARED], ids=["Shared", "Key_Shared"])
+@pytest.mark.guarantee("no-redelivery-after-ack", "redelivery-count")
+def test_a_redeliver_brings_back_what_the_ack_grouping_has_not_flushed_yet(pulsar_target, names, kind):
+    """Observed on 4.0.7 with the Python client: c0 acknowledges m0 and m1 and at once asks for a
+    redelivery. The acks wait in the client's group (100 ms); the request goes out before them,
+    and the broker redelivers what it has pending on c0, counted (on Shared the ack that lands
+    before a copy is dispatched clears its count: 0). The copies went to c1, which joined after c0
+    received both (c0's client drops copies of what it acknowledged: its grouping tracker's
+    duplicates). The acks land after; nothing more comes."""
+    run = _program(pulsar_target, names, SHARED.with_(subscription_type=kind))
+    run.do(o.Subscribe(consumer="c0"))
+    run.do(o.Send(keys=("k",)))
+    run.do(o.Send(keys=("k",)))
+    assert [run.receive("c0", timeout_ms=2000).message for _ in range(2)] == [m(0), m(1)]
+    run.do(o.Subscribe(consumer="c1"))
+    run.do(o.Acknowledge(consumer="c0", message=m(0)))
+    run.do(o.Acknowledge(consumer="c0", message=m(1)))
+    run.do(o.RedeliverUnacknowledgedMessages(consumer="c0"))
+    again = [d for d in (run.receive("c1", timeout_ms=1000) for _ in range(2)) if d]
+    assert again and {d.message for d in again} <= {m(0), m(1)}
+    assert all(d.redelivery_count in (0, 1) for d in again)
+    assert run.drain() == []
+
+
+@pytest.mark.guarantee("redelivery-count")
+def test_a_copy_queued_before_an_unload_keeps_its_count_though_its_ack_is_persisted(pulsar_target, names):
+    """Observed on 4.0.7 with the Python client: as above, c0's redeliver sends copies of m0 and
+    m1 to c1's receiver queue before c0's acks land; c0's close flushes the acks, and the topic
+    is unloaded. c1 still hands out the queued copies with the count they were dispatched with
+    (1, or 0 when the ack landed before the dispatch), although the acks are in the cursor and
+    the new dispatcher never sends them. Until a copy of count 1 shows it (2 of 3 runs)."""
+    seen = []
+    for _ in range(QUEUED_COPY_RUNS):
+        run = _program(pulsar_target, names, SHARED.with_(subscription_type=SubscriptionType.KEY_SHARED))
+        run.do(o.Subscribe(consumer="c0"))
+        run.do(o.Send(keys=("k",)))
+        run.do(o.Send(keys=("k",)))
+        assert [run.receive("c0", timeout_ms=2000).message for _ in range(2)] == [m(0), m(1)]
+        run.do(o.Subscribe(consumer="c1"))
+        run.do(o.Acknowledge(consumer="c0", message=m(0)))
+        run.do(o.Acknowledge(consumer="c0", message=m(1)))
+        run.do(o.RedeliverUnacknowledgedMessages(consumer="c0"))
+        run.do(o.Tick(ms=300))  # the copies reach c1's receiver queue
+        run.do(o.Close(consumer="c0"))
+        run.do(o.Tick(ms=300))  # the acks the close flushed are applied
+        run.do(o.Unload())
+        copies = [(d.message, d.redelivery_count) for d in run.drain("c1")]
+        assert {message for message, _ in copies} <= {m(0), m(1)}
+        assert run.do(o.ReadCursor()).value.mark_delete == 1
+        seen.append(copies)
+        if any(count == 1 for _, count in copies):
+            return
+    pytest.fail(f"no queued copy of count 1 came after the unload in {QUEUED_COPY_RUNS} runs: {seen}")

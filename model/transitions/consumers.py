@@ -182,7 +182,8 @@ def _handed_back(state: State, message: Message) -> Message:
 def bind_key(state: State, message: Message, consumer: Consumer) -> State:
     """Bind the key to the consumer that received it. The broker bound it when it dispatched the
     message, at some moment after the message was sent and the consumer subscribed: consumers that
-    joined after that moment may have taken the key's hash range, so they may also receive it."""
+    joined after that moment (or rejoin after an unload) may have taken the key's hash range, so
+    they may also receive it."""
     if state.spec.subscription_type is not SubscriptionType.KEY_SHARED:
         return state
     key = message.key
@@ -191,7 +192,11 @@ def bind_key(state: State, message: Message, consumer: Consumer) -> State:
     if previous is not None and previous[1] == consumer.name:
         return state
     earliest_dispatch = max(message.serial, consumer.serial)
-    may_also_receive = {c.name for c in state.connected() if c.serial > earliest_dispatch and c.name != consumer.name}
+    # A consumer that may still be reconnecting after an unload joins the new dispatcher after
+    # this dispatch, and may take the key's hash range then (shown by history
+    # broker-key-bound-while-its-owner-reconnects-moves-to-it.traces-Key_Shared).
+    may_also_receive = {c.name for c in state.connected()
+                        if (c.serial > earliest_dispatch or c.reconnecting) and c.name != consumer.name}
     # The previous owner may still receive messages of the key already in its receiver queue.
     if previous is not None:
         may_also_receive.add(previous[1])

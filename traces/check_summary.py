@@ -30,13 +30,20 @@ def _promise(name: str) -> str:
         return ""
 
 
+def _recorded_on(found: dict) -> str:
+    said = [f"Pulsar {found['pulsar']}"] if found.get("pulsar") else []
+    said += [f"client {found['client']}"] if found.get("client") else []
+    return f" ({', '.join(said)})" if said else ""
+
+
 def markdown(summary: dict) -> str:
     verdicts = summary["verdicts"]
     lines = [
         "# Trace check",
         "",
         f"Corpus `{summary['corpus']['path']}` ({summary['corpus']['kind']}"
-        + (f", recorded on `{summary['corpus']['target']}`" if summary["corpus"].get("target") else "") + "): "
+        + (f", recorded on `{summary['corpus']['target']}`" if summary["corpus"].get("target") else "")
+        + _recorded_on(summary["corpus"].get("recorded_on") or {}) + "): "
         f"{summary['programs']:,} programs, {summary['events']:,} events, each replayed through the model's checker.",
         "",
         " · ".join(f"{MARKS[v]} {verdicts[v]:,} {v}" for v in (VIOLATION, CHECK_UNKNOWN, CONFORMS)),

@@ -49,6 +49,29 @@ class TargetSpec:
         return _replay_args({"service_url": self.service_url, "admin_url": self.admin_url,
                              "credentials": self.credentials}, None)
 
+    def identify(self) -> dict[str, str]:
+        """What a recording on this target runs on, as the target tells it: `pulsar`, the broker's
+        version (its admin API, GET /admin/v2/brokers/version) and `client`, the name and version
+        the client's driver gave in its hello ("python-3.13.0"); {} for the model, which is neither."""
+        if self.name == "model":
+            return {}
+        target = self.build()
+        try:
+            found = {}
+            version = (getattr(target, "replay_args", None) or {}).get("pulsar_version")
+            if version:
+                found["pulsar"] = str(version)
+            layer = target
+            for _ in range(3):  # through the suite's wrappers, as suites.machines.as_run does
+                hello = getattr(layer, "client", None)
+                if isinstance(hello, dict) and hello.get("client"):
+                    found["client"] = "-".join(str(hello[k]) for k in ("client", "version") if hello.get(k))
+                    break
+                layer = getattr(layer, "target", None)
+            return found
+        finally:
+            target.close()
+
     def build(self) -> Target:
         from fixtures.targets.loader import TargetLoadError, load_target
 

@@ -21,6 +21,7 @@ results, collected).
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from functools import partial
@@ -53,6 +54,17 @@ def verdicts(events: DataFrame, specs: dict[str, str], partitions: int) -> DataF
     return (events.select(*INPUT_COLUMNS).repartition(partitions, "spec_id", "program_id")
             .sortWithinPartitions("spec_id", "program_id", "step")
             .mapInArrow(partial(check_batches, specs), VERDICT_SCHEMA))
+
+
+def as_recorded(text: str | None, recorded_on: dict[str, str]) -> str | None:
+    """A recorded program's spec as it ran: the broker and client the recording names in place of
+    the generated spec's (its spec id, the key two recordings of one corpus align on, stays)."""
+    if not text or not recorded_on:
+        return text
+    fields = json.loads(text)
+    fields.update({"broker_version": recorded_on["pulsar"]} if recorded_on.get("pulsar") else {})
+    fields.update({"client": recorded_on["client"]} if recorded_on.get("client") else {})
+    return json.dumps(fields, sort_keys=True)
 
 
 def tally(counts: list[dict], specs: dict[str, str]) -> dict:
@@ -130,12 +142,13 @@ def run(spark: SparkSession, source: str | Path, out: str | Path, *, overwrite: 
         for signature in signatures:
             signature["reproduction"] = f"{REPRODUCTIONS}/{stems[signature['signature']]}.py" \
                 if signature["signature"] in stems else None
-        totals = tally(counts, specs)
+        recorded_on = corpus.manifest.get("recorded_on") or {}
+        totals = tally(counts, {key: as_recorded(text, recorded_on) for key, text in specs.items()})
         events = sum(row["events"] for row in counts)
         summary = {
             "format": c.FORMAT, "kind": "check",
             "corpus": {"path": str(corpus.path), "kind": corpus.manifest.get("kind", "events"),
-                       "target": recorder.name if recorder.said else None},
+                       "target": recorder.name if recorder.said else None, "recorded_on": recorded_on},
             "programs": sum(totals["verdicts"].values()), "events": events, **totals,
             "counts": sorted(counts, key=lambda r: tuple(str(r[k] or "") for k in t.VERDICT_COUNT_COLUMNS[:4])),
             "signature_count": table.num_rows, "signatures": signatures,

@@ -112,13 +112,14 @@ def run(spark: SparkSession, source: str | Path, out: str | Path, *, target: Tar
     if missing:
         raise CorpusError(out, f"{len(missing)} chunks are still missing (first: spec {missing[0][0]} chunk "
                                f"{missing[0][1]}); run the same command again to resume")
-    manifest = _finish(spark, out, corpus, target, started)
+    manifest = _finish(spark, out, corpus, target, started, recorded_on=target.identify())
     if state.get("replaces"):
         shutil.rmtree(state["replaces"], ignore_errors=True)
     return manifest
 
 
-def _finish(spark: SparkSession, out: Path, corpus: c.Corpus, target: TargetSpec, started: float) -> dict:
+def _finish(spark: SparkSession, out: Path, corpus: c.Corpus, target: TargetSpec, started: float, *,
+            recorded_on: dict[str, str]) -> dict:
     recorded = spark.read.schema(EVENT_SCHEMA).parquet(str(out / c.EVENTS))
     staging = out / f".{c.PROGRAMS}.staging"
     shutil.rmtree(staging, ignore_errors=True)
@@ -135,6 +136,9 @@ def _finish(spark: SparkSession, out: Path, corpus: c.Corpus, target: TargetSpec
               .agg(F.count(F.lit(1)).alias("programs"), F.sum("steps").alias("events")).collect()[0])
     manifest = {"format": c.FORMAT, "kind": "recorded", "source": str(corpus.path), "target": target.describe(),
                 "target_name": target.name, "replay_args": target.replay_args(),  # for a check's reproductions
+                # the broker and client the programs ran on: the specs keep the generated ones, so
+                # that two recordings of one corpus align program by program
+                "recorded_on": recorded_on,
                 "specs": corpus.manifest.get("specs", {}), "programs": totals.programs, "events": int(totals.events or 0),
                 "seconds_last_run": round(time.monotonic() - started, 2), c.CHECKSUMS: c.file_checksums(out)}
     c.write_json(out / c.MANIFEST, manifest)

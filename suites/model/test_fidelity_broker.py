@@ -535,15 +535,9 @@ def test_a_nack_of_a_queued_copy_whose_entry_went_to_another_consumer_is_ignored
     assert run.drain() == []
 
 
-@pytest.mark.parametrize("kind", [SubscriptionType.SHARED, SubscriptionType.KEY_SHARED], ids=["Shared", "Key_Shared"])
-@pytest.mark.guarantee("no-redelivery-after-ack", "redelivery-count")
-def test_a_redeliver_brings_back_what_the_ack_grouping_has_not_flushed_yet(pulsar_target, names, kind):
-    """Observed on 4.0.7 with the Python client: c0 acknowledges m0 and m1 and at once asks for a
-    redelivery. The acks wait in the client's group (100 ms); the request goes out before them,
-    and the broker redelivers what it has pending on c0, counted (on Shared the ack that lands
-    before a copy is dispatched clears its count: 0). The copies went to c1, which joined after c0
-    received both (c0's client drops copies of what it acknowledged: its grouping tracker's
-    duplicates). The acks land after; nothing more comes."""
+def _acked_then_asked_back(pulsar_target, names, kind: SubscriptionType) -> Lockstep:
+    """c0 receives m0 and m1 (one key), c1 subscribes, c0 acknowledges both and at once asks for
+    a redelivery: the acks are still in its client's group."""
     run = _program(pulsar_target, names, SHARED.with_(subscription_type=kind))
     run.do(o.Subscribe(consumer="c0"))
     run.do(o.Send(keys=("k",)))
@@ -553,6 +547,19 @@ def test_a_redeliver_brings_back_what_the_ack_grouping_has_not_flushed_yet(pulsa
     run.do(o.Acknowledge(consumer="c0", message=m(0)))
     run.do(o.Acknowledge(consumer="c0", message=m(1)))
     run.do(o.RedeliverUnacknowledgedMessages(consumer="c0"))
+    return run
+
+
+@pytest.mark.parametrize("kind", [SubscriptionType.SHARED, SubscriptionType.KEY_SHARED], ids=["Shared", "Key_Shared"])
+@pytest.mark.guarantee("no-redelivery-after-ack", "redelivery-count")
+def test_a_redeliver_brings_back_what_the_ack_grouping_has_not_flushed_yet(pulsar_target, names, kind):
+    """Observed on 4.0.7 with the Python client: c0 acknowledges m0 and m1 and at once asks for a
+    redelivery. The acks wait in the client's group (100 ms); the request goes out before them,
+    and the broker redelivers what it has pending on c0, counted (on Shared the ack that lands
+    before a copy is dispatched clears its count: 0). The copies went to c1, which joined after c0
+    received both (c0's client drops copies of what it acknowledged: its grouping tracker's
+    duplicates). The acks land after; nothing more comes."""
+    run = _acked_then_asked_back(pulsar_target, names, kind)
     again = [d for d in (run.receive("c1", timeout_ms=1000) for _ in range(2)) if d]
     assert again and {d.message for d in again} <= {m(0), m(1)}
     assert all(d.redelivery_count in (0, 1) for d in again)
@@ -568,15 +575,7 @@ def test_a_copy_queued_before_an_unload_keeps_its_count_though_its_ack_is_persis
     the new dispatcher never sends them. Until a copy of count 1 shows it (2 of 3 runs)."""
     seen = []
     for _ in range(QUEUED_COPY_RUNS):
-        run = _program(pulsar_target, names, SHARED.with_(subscription_type=SubscriptionType.KEY_SHARED))
-        run.do(o.Subscribe(consumer="c0"))
-        run.do(o.Send(keys=("k",)))
-        run.do(o.Send(keys=("k",)))
-        assert [run.receive("c0", timeout_ms=2000).message for _ in range(2)] == [m(0), m(1)]
-        run.do(o.Subscribe(consumer="c1"))
-        run.do(o.Acknowledge(consumer="c0", message=m(0)))
-        run.do(o.Acknowledge(consumer="c0", message=m(1)))
-        run.do(o.RedeliverUnacknowledgedMessages(consumer="c0"))
+        run = _acked_then_asked_back(pulsar_target, names, SubscriptionType.KEY_SHARED)
         run.do(o.Tick(ms=300))  # the copies reach c1's receiver queue
         run.do(o.Close(consumer="c0"))
         run.do(o.Tick(ms=300))  # the acks the close flushed are applied

@@ -558,12 +558,17 @@ def test_a_redeliver_brings_back_what_the_ack_grouping_has_not_flushed_yet(pulsa
     and the broker redelivers what it has pending on c0, counted (on Shared the ack that lands
     before a copy is dispatched clears its count: 0). The copies went to c1, which joined after c0
     received both (c0's client drops copies of what it acknowledged: its grouping tracker's
-    duplicates). The acks land after; nothing more comes."""
-    run = _acked_then_asked_back(pulsar_target, names, kind)
-    again = [d for d in (run.receive("c1", timeout_ms=1000) for _ in range(2)) if d]
-    assert again and {d.message for d in again} <= {m(0), m(1)}
-    assert all(d.redelivery_count in (0, 1) for d in again)
-    assert run.drain() == []
+    duplicates). The acks land after; nothing more comes. Until a run's copies go to c1 (on Key_Shared
+    the key's hash may be c0's: then none do)."""
+    for _ in range(QUEUED_COPY_RUNS):  # until a run's copies go to c1, not to c0 (whose client drops them)
+        run = _acked_then_asked_back(pulsar_target, names, kind)
+        again = [d for d in (run.receive("c1", timeout_ms=1000) for _ in range(2)) if d]
+        assert {d.message for d in again} <= {m(0), m(1)}
+        assert all(d.redelivery_count in (0, 1) for d in again)
+        assert run.drain() == []
+        if again:
+            return
+    pytest.fail(f"no copy came to c1 in {QUEUED_COPY_RUNS} runs")
 
 
 @pytest.mark.guarantee("redelivery-count")

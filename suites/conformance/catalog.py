@@ -98,9 +98,7 @@ CHECKS = (
           specs={"Shared": SHARED, "Shared-batch-index-ack": SHARED.with_(client_batch_index_ack=True),
                  "Exclusive-batch-index-ack": EXCLUSIVE.with_(client_batch_index_ack=True)},
           guarantees=EVERY_PROGRAM | ACKS | {G.CURSOR, G.EXCLUSIVE}),
-    # A seek acknowledges everything before its target (the cursor is reset there): a close of the
-    # consumer that held those messages must not bring them back.
-    Check(area="seek", kinds=BASE + ("acknowledge", "seek", "close"),
+    Check(area="seek", kinds=BASE + ("acknowledge", "seek"),
           specs={"Exclusive": EXCLUSIVE, "Shared": SHARED,
                  "Shared-batch-index-ack": SHARED.with_(client_batch_index_ack=True)},
           guarantees=EVERY_PROGRAM | ACKS | {G.EXCLUSIVE}),

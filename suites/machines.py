@@ -270,12 +270,10 @@ def performable(kinds: tuple[str, ...], target) -> tuple[str, ...]:
 def as_run(spec: Spec, target) -> Spec:
     """The spec naming the client that really runs it: the one a driver named in its handshake
     (the catalog's specs name the default, python-3.13), so that histories and reports say it."""
-    for _ in range(3):  # through the recording and deadline wrappers
-        hello = getattr(target, "client", None)
-        if isinstance(hello, dict) and hello.get("client"):
-            return spec.with_(client="-".join(str(hello[k]) for k in ("client", "version") if hello.get(k)))
-        target = getattr(target, "target", None)
-    return spec
+    from fixtures.targets.protocol import client_running
+
+    client = client_running(target)
+    return spec.with_(client=client) if client else spec
 
 
 def verify(check, spec: Spec, target, program_ids, target_name: str, config) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fixtures.credentials import NONE, Credentials, redact_url
-from fixtures.targets.protocol import Target
+from fixtures.targets.protocol import Target, client_running
 
 
 class TargetError(ValueError):
@@ -61,22 +61,18 @@ class TargetSpec:
             version = (getattr(target, "replay_args", None) or {}).get("pulsar_version")
             if version:
                 found["pulsar"] = str(version)
-            layer = target
-            for _ in range(3):  # through the suite's wrappers, as suites.machines.as_run does
-                hello = getattr(layer, "client", None)
-                if isinstance(hello, dict) and hello.get("client"):
-                    found["client"] = "-".join(str(hello[k]) for k in ("client", "version") if hello.get(k))
-                    break
-                layer = getattr(layer, "target", None)
+            client = client_running(target)
+            if client:
+                found["client"] = client
             return found
         finally:
             target.close()
 
     def build(self) -> Target:
-        from fixtures.targets.loader import TargetLoadError, load_target
+        from fixtures.targets.loader import TargetLoadError, TargetUnknown, load_target
 
         try:
             return load_target(self.name, service_url=self.service_url, admin_url=self.admin_url, seed=0,
                                credentials=self.credentials if self.service_url else None)
-        except TargetLoadError as error:
+        except (TargetLoadError, TargetUnknown) as error:  # a wrong name, a broker that does not answer
             raise TargetError(str(error)) from None

@@ -20,7 +20,8 @@ from traces import corpus as c
 from traces.jobs import generate, record
 from traces.run import RecordPlan, chunk_file, journal_file, read_journal, record_batches
 from traces.schema import CorpusError, events_table
-from traces.targets import TargetSpec
+from traces.specs import parse_matrix
+from traces.targets import TargetError, TargetSpec
 
 OPS = ("spec_id", "program_id", "step", "op", "consumer", "entry", "index", "batched", "ms")
 PROGRAM = ("spec_id", "program_id", "steps", "fingerprint")
@@ -75,18 +76,55 @@ def test_an_op_the_target_cannot_perform_is_recorded_as_failed(spark, source, tm
 def test_a_crash_loses_no_finished_chunk(spark, source, tmp_path):
     out = tmp_path / "rec"
     target = TargetSpec(name="suites.traces.faulty:crashes_once")
-    CRASH_MARKER.write_text(str(out))
-    try:
-        with pytest.raises(Exception):
-            record.run(spark, source.path, out, target=target, chunk_programs=2)
-    finally:
-        CRASH_MARKER.unlink(missing_ok=True)
+    _crash_once_midway(spark, source, out, target)
     state = json.loads((out / record.STATE).read_text())
     finished = {f: f.stat().st_mtime_ns for f in (out / "events").rglob("chunk-*.parquet")}
     assert 0 < len(finished) < sum(state["chunks"].values())
     record.run(spark, source.path, out, target=target, chunk_programs=2)
     assert all(f.stat().st_mtime_ns == mtime for f, mtime in finished.items())
     assert rows(c.open_corpus(spark, out).programs, *PROGRAM) == rows(source.programs, *PROGRAM)
+
+
+@pytest.mark.spark
+def test_a_broker_that_cannot_be_reached_fails_before_anything_is_moved_or_written(spark, source, tmp_path):
+    from fixtures.broker import free_port
+
+    catalog = tmp_path / "catalog"  # the catalog's specs, which a broker runs with
+    generate.run(spark, catalog, specs=parse_matrix(["subscription_type=Shared"]), programs=1, steps=5, seed=3)
+    port = free_port()  # nothing listens there
+    target = TargetSpec(name="pulsar", service_url=f"pulsar://127.0.0.1:{port}", admin_url=f"http://127.0.0.1:{port}")
+    with pytest.raises(TargetError, match=f"127.0.0.1:{port}"):
+        record.run(spark, catalog, tmp_path / "new", target=target)
+    assert not (tmp_path / "new").exists()
+    record.run(spark, catalog, tmp_path / "rec", target=TargetSpec(name="model"))
+    before = sorted(p.relative_to(tmp_path) for p in (tmp_path / "rec").rglob("*"))
+    with pytest.raises(TargetError):
+        record.run(spark, catalog, tmp_path / "rec", target=target, overwrite=True)
+    assert sorted(p.relative_to(tmp_path) for p in (tmp_path / "rec").rglob("*")) == before
+    assert not list(tmp_path.glob(".rec.replaced-*"))  # not set aside either
+
+
+@pytest.mark.spark
+def test_what_a_recording_ran_on_is_asked_once_at_its_start_and_kept_for_a_resume(spark, source, tmp_path,
+                                                                                     monkeypatch):
+    asked = []
+    monkeypatch.setattr(TargetSpec, "identify", lambda self: asked.append(1) or {"client": f"asked-{len(asked)}"})
+    out = tmp_path / "rec"
+    target = TargetSpec(name="suites.traces.faulty:crashes_once")
+    _crash_once_midway(spark, source, out, target)
+    assert json.loads((out / record.STATE).read_text())["recorded_on"] == {"client": "asked-1"}
+    manifest = record.run(spark, source.path, out, target=target, chunk_programs=2)
+    assert manifest["recorded_on"] == {"client": "asked-1"} and len(asked) == 1
+
+
+def _crash_once_midway(spark, source, out, target):
+    """Record until the `crashes_once` target kills its process after the first finished chunk."""
+    CRASH_MARKER.write_text(str(out))
+    try:
+        with pytest.raises(Exception):
+            record.run(spark, source.path, out, target=target, chunk_programs=2)
+    finally:
+        CRASH_MARKER.unlink(missing_ok=True)
 
 
 class Crash(BaseException):

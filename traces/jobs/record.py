@@ -75,6 +75,9 @@ def run(spark: SparkSession, source: str | Path, out: str | Path, *, target: Tar
     corpus = c.open_corpus(spark, source)
     refuse_unrecordable(target, {key: spec_of(text) for key, text in c.spec_texts(corpus).items()})
     state = _state_for(out, source, target, overwrite=overwrite)
+    # Asked before anything is moved or recorded, so that a target that cannot be reached fails
+    # here, and kept in the state, so that a resumed recording says what it started on.
+    recorded_on = target.identify() if state is None or "recorded_on" not in state else state["recorded_on"]
     aside = _set_aside(out) if overwrite else None
     started = time.monotonic()
     programs = corpus.program_table()
@@ -84,6 +87,7 @@ def run(spark: SparkSession, source: str | Path, out: str | Path, *, target: Tar
             raise CorpusError(source, problems)
         counts = {r.spec_id: r["count"] for r in programs.groupBy(PARTITION).count().collect()}
         state = {"source": str(source), "target": target.name, "run": uuid.uuid4().hex[:8],
+                 "recorded_on": recorded_on,
                  "chunks": {key: max(1, -(-n // chunk_programs)) for key, n in counts.items()},
                  "replaces": str(aside) if aside else None}
         out.mkdir(parents=True)
@@ -112,7 +116,7 @@ def run(spark: SparkSession, source: str | Path, out: str | Path, *, target: Tar
     if missing:
         raise CorpusError(out, f"{len(missing)} chunks are still missing (first: spec {missing[0][0]} chunk "
                                f"{missing[0][1]}); run the same command again to resume")
-    manifest = _finish(spark, out, corpus, target, started, recorded_on=target.identify())
+    manifest = _finish(spark, out, corpus, target, started, recorded_on=recorded_on)
     if state.get("replaces"):
         shutil.rmtree(state["replaces"], ignore_errors=True)
     return manifest

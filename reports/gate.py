@@ -7,16 +7,17 @@
 A failed cell whose broken guarantee the baseline accepts for that area and spec id, with the same
 signature (reports/signatures.py: the class of the detail, the shape of the shrunk program), on
 the run's target and client (an entry's `client`: the driver's name, optionally `==version`; none:
-any client), is an accepted divergence; any other is new, even in a cell with an accepted one, and
-a Rust client's accepted finding is new when the Python client shows it. A baseline entry whose
-cell now passes is fixed (time to remove it); one for a client this run did not drive is not in
-this run. An unknown cell is shown as unknown with its kind, never as a pass; one where the client
+any client), is an accepted divergence (of two entries that match, the one whose program shape matches too gives
+the reason); any other is new, even in a cell with an accepted one, and a Rust client's accepted
+finding is new when the Python client shows it. A baseline entry whose cell now passes is not shown
+(fixed, or not reached: most are races, or need a program shape a run may not draw); one for a
+client this run did not drive is not in this run. An unknown cell is shown as unknown with its kind, never as a pass; one where the client
 crashed the way a baseline crash entry says (its log line: a known client bug) stays unknown but
 does not fail the gate. A run that decided nothing (every cell unknown or not applicable, or no
 program run) fails the gate even with --allow-unknown: a target that never loaded is not a pass.
 
 Exit status: 0 the gate passes; 1 new divergences, or nothing checked, or unknown cells (unless
---allow-unknown), or fixed entries with --fail-on-fixed; 2 a missing or malformed results or
+--allow-unknown), or entries not shown with --fail-on-fixed; 2 a missing or malformed results or
 baseline file, or an `accept` of a cell the run did not fail. The verdict is printed as markdown,
 written to --markdown (default: gate.md next to the results) and appended to $GITHUB_STEP_SUMMARY
 when GitHub Actions sets it.
@@ -61,7 +62,10 @@ def judge(summary: Summary, baseline: Baseline, *, allow_unknown: bool = False,
             cell = [e for e in entries if (e.area, e.spec_id, e.guarantee) == (result.area, result.spec_id,
                                                                                 violation.guarantee)]
             found = violation.signature or signature(violation.detail)
-            entry = next((e for e in cell if e.signature is None or not differences(e.signature, found)), None)
+            # The entry that says most about what was seen: one whose program shape matches too is
+            # the failure's own reason, where another entry of the cell matches its detail alone.
+            entry = max((e for e in cell if e.signature is None or not differences(e.signature, found)),
+                        key=_specificity, default=None)
             if entry is None:
                 why = "; ".join(f"accepted with another signature: {', '.join(differences(e.signature, found))}"
                                 for e in cell) or "not in the baseline"
@@ -105,6 +109,12 @@ def judge(summary: Summary, baseline: Baseline, *, allow_unknown: bool = False,
                      fail_on_fixed=fail_on_fixed)
 
 
+def _specificity(entry) -> int:
+    """How much of a failure an entry's signature pins down: none (an entry written before
+    signatures) < {} (any failure of the guarantee) < the detail < the detail and the program."""
+    return -1 if entry.signature is None else len(entry.signature)
+
+
 def nothing_checked(summary: Summary) -> str | None:
     """Why the run decided nothing about Pulsar, or None when some cell passed or failed having run programs."""
     decided = [r for r in summary.results if r.outcome in (PASSED, FAILED)]
@@ -132,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
                              "own: the known divergences of the clients it drives, KNOWN_DIVERGENCES.md)")
     parser.add_argument("--allow-unknown", action="store_true", help="unknown cells do not fail the gate")
     parser.add_argument("--fail-on-fixed", action="store_true",
-                        help="baseline entries that no longer diverge fail the gate (keeps the baseline tidy)")
+                        help="baseline entries whose cell passed in this run (fixed, or not reached) fail the gate")
     parser.add_argument("--markdown", type=Path, default=None,
                         help="where to write the verdict as markdown (default: gate.md next to the results)")
     args = parser.parse_args(argv)

@@ -156,7 +156,7 @@ def gate_markdown(judgement: Judgement) -> str:
         lines += [f"**Nothing was checked**: {judgement.nothing_checked}. This fails the gate whatever is "
                   "allowed (--allow-unknown included).", ""]
     lines += [f"{len(judgement.new)} new divergence(s) · {len(judgement.accepted)} accepted · "
-              f"{len(judgement.fixed)} fixed · {len(judgement.unknown)} unknown · "
+              f"{len(judgement.fixed)} not shown · {len(judgement.unknown)} unknown · "
               + (f"{len(judgement.crashed)} known client crash(es) · " if judgement.crashed else "") +
               f"{len(judgement.unconfirmed)} baseline entries not confirmed"
               + (f" · {len(judgement.other_clients)} for other clients" if judgement.other_clients else ""), ""]
@@ -175,7 +175,12 @@ def gate_markdown(judgement: Judgement) -> str:
         lines += [f"- **{r.area} [{r.spec_id}]**{_for(e)}: {_inline(e.reason)} (log: `{_inline(e.log)}`; "
                   f"evidence: {_inline(e.evidence)})" for e, r in judgement.crashed] + [""]
     if judgement.fixed:
-        lines += ["### Fixed: in the baseline, no longer diverging (remove them from the baseline)", ""]
+        # A passing cell is not proof of a fix: most accepted divergences are races, or need a
+        # program shape this run may not have drawn.
+        lines += ["### Not shown: in the baseline, the cell passed in this run", "",
+                  "Fixed, or not reached this time (a race that did not happen, a program shape not drawn): "
+                  "remove an entry once the test its evidence names passes; `--fail-on-fixed` fails the gate on "
+                  "these.", ""]
         lines += [f"- **{e.area} [{e.spec_id}]** `{e.guarantee}`{_for(e)}: now {r.verdict()} "
                   f"(was accepted: {_inline(e.reason)})"
                   for e, r in judgement.fixed] + [""]

@@ -99,3 +99,14 @@ def test_a_malformed_signature_is_a_clear_error(tmp_path, capsys):
     assert gate.main(["--results", str(tmp_path / "summary.json"), "--baseline",
                       str(tmp_path / "baseline.json")]) == 2
     assert "\"signature\" must be an object with text parts among detail, program" in capsys.readouterr().err
+
+
+def test_of_two_entries_that_match_the_one_that_also_matches_the_program_gives_the_reason(tmp_path):
+    by_detail = {**ENTRY, "area": "seek", "spec_id": "Exclusive", "reason": "a race of the broker",
+                 "signature": {"detail": M1_LOST["detail"]}}
+    by_shape = {**by_detail, "reason": "a client bug with this program's shape", "signature": M1_LOST}
+    for entries in ((by_detail, by_shape), (by_shape, by_detail)):
+        code, text = run_gate(tmp_path, summary(lost(M1_LOST)), *entries)
+        assert code == 0 and "a client bug with this program's shape" in text.split("### Accepted")[1]
+    code, text = run_gate(tmp_path, summary(lost(M2_LOST)), by_detail, by_shape)
+    assert code == 0 and "a race of the broker" in text.split("### Accepted")[1]

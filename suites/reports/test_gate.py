@@ -1,4 +1,4 @@
-"""The CI gate (reports/gate.py): exit codes and what it says, for new, accepted, fixed and unknown
+"""The CI gate (reports/gate.py): exit codes and what it says, for new, accepted, not shown and unknown
 cells, and for missing or malformed inputs."""
 
 from __future__ import annotations
@@ -54,13 +54,13 @@ def test_a_failure_on_another_guarantee_of_an_accepted_cell_is_new(tmp_path):
     code, text = run_gate(tmp_path, summary(ordered), ENTRY)
     assert code == 1
     assert "| individual_ack | Shared | `order` |" in text
-    assert "now fails on order instead" in text  # the accepted no-loss is neither confirmed nor fixed
+    assert "now fails on order instead" in text  # the accepted no-loss is neither confirmed nor passed
 
 
-def test_a_baseline_entry_that_no_longer_diverges_is_reported_fixed(tmp_path):
+def test_a_baseline_entry_whose_cell_passes_is_reported_not_shown(tmp_path):
     code, text = run_gate(tmp_path, summary(result("individual_ack", "Shared", "passed")), ENTRY)
     assert code == 0
-    assert "1 fixed" in text and "### Fixed" in text and "now passed" in text
+    assert "1 not shown" in text and "### Not shown" in text and "now passed" in text
     code, _ = run_gate(tmp_path, summary(result("individual_ack", "Shared", "passed")), ENTRY,
                        args=("--fail-on-fixed",))
     assert code == 1
@@ -98,10 +98,10 @@ def test_an_entry_for_another_target_does_not_apply(tmp_path):
     assert code == 0
 
 
-def test_entries_for_cells_not_run_are_unconfirmed_not_fixed(tmp_path):
+def test_entries_for_cells_not_run_are_unconfirmed_not_passed(tmp_path):
     code, text = run_gate(tmp_path, summary(result("seek", "Shared", "passed")), ENTRY)
     assert code == 0
-    assert "0 fixed" in text and "not in this run" in text
+    assert "0 not shown" in text and "not in this run" in text
 
 
 @pytest.mark.parametrize("content, message", [

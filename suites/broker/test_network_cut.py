@@ -1,0 +1,123 @@
+"""What a network cut between the clients and the broker does to acknowledgements: the broker's
+side of the guarantees once the clients reconnect, for the network-fault ops of the generated
+programs to be modelled on.
+
+The broker runs behind a Toxiproxy proxy (fixtures/network.py) that it advertises to lookups, so
+every connection a client opens goes through the proxy. A cut closes them all and refuses new ones
+for a while (the broker's host going away and coming back); the broker sees each consumer leave.
+It has applied every ack that reached it: those stay. A held message was never acknowledged, so it
+comes again after the reconnect; on Shared the redelivery count starts from 0 again, since every
+consumer of the subscription left (the count resets when the last consumer leaves, as at a close).
+An ack made while the connection is down never reaches the broker (the client's grouping tracker
+finds no connection and drops it, KD-31's mechanism at an unload), so its message comes again.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+
+import pulsar
+import pytest
+
+from fixtures.broker.config import default_version
+from fixtures.network import proxied_broker
+from fixtures.pulsar import poll, position_of
+
+pytestmark = [pytest.mark.broker, pytest.mark.slow,
+              pytest.mark.skipif(shutil.which("go") is None, reason="Toxiproxy is built with Go: go is not on PATH")]
+
+SUBSCRIPTION = "cut"
+CUT_S = 1.0  # the clients retry their connection every 100 ms, then back off
+
+
+@pytest.fixture(scope="module")
+def behind_a_proxy(request):
+    version = request.config.getoption("--pulsar-version", default=None) or default_version()
+    with proxied_broker(version, f"pytest-network-{os.getpid()}") as (broker, proxy):
+        yield broker, proxy
+
+
+@pytest.fixture
+def client(behind_a_proxy):
+    from drivers.python.client import new_client
+    from fixtures.pulsar import client_logger
+
+    _, proxy = behind_a_proxy
+    connection = new_client(f"pulsar://127.0.0.1:{proxy.listen}", logger=client_logger(), operation_timeout_seconds=10)
+    yield connection
+    connection.close()
+
+
+def _topic(request) -> str:
+    return f"persistent://public/default/{request.node.name.replace('[', '-').replace(']', '')}-{time.time_ns()}"
+
+
+def _cut(proxy) -> None:
+    proxy.cut()
+    time.sleep(CUT_S)
+    proxy.restore()
+
+
+def _drain(consumer, timeout_ms: int = 3000) -> list[tuple[bytes, int]]:
+    got = []
+    while True:
+        try:
+            message = consumer.receive(timeout_millis=timeout_ms)
+        except pulsar.Timeout:
+            return got
+        got.append((message.data(), message.redelivery_count()))
+        timeout_ms = 1000
+
+
+@pytest.mark.guarantee("no-redelivery-after-ack", "no-loss", "redelivery-count")
+@pytest.mark.parametrize("kind", [pulsar.ConsumerType.Shared, pulsar.ConsumerType.Exclusive], ids=["Shared", "Exclusive"])
+def test_after_a_cut_what_was_held_comes_again_and_what_was_acked_does_not(behind_a_proxy, client, request, kind):
+    broker, proxy = behind_a_proxy
+    topic = _topic(request)
+    consumer = client.subscribe(topic, SUBSCRIPTION, consumer_type=kind)
+    producer = client.create_producer(topic, batching_enabled=False)
+    first = position_of(producer.send(b"m0"))
+    for data in (b"m1", b"m2"):
+        producer.send(data)
+    held = [consumer.receive(timeout_millis=5000) for _ in range(3)]
+    assert [m.data() for m in held] == [b"m0", b"m1", b"m2"]
+    consumer.acknowledge(held[0])
+    assert poll(lambda: broker.admin.cursor(topic, SUBSCRIPTION), lambda c: c.is_acknowledged(first)).is_acknowledged(first)
+    _cut(proxy)
+    # Every consumer left: the count starts from 0 again (Shared); Exclusive never counts.
+    assert _drain(consumer) == [(b"m1", 0), (b"m2", 0)]
+
+
+@pytest.mark.guarantee("no-redelivery-after-ack", "cursor")
+def test_an_ack_made_while_the_connection_is_cut_never_reaches_the_broker(behind_a_proxy, client, request):
+    broker, proxy = behind_a_proxy
+    topic = _topic(request)
+    consumer = client.subscribe(topic, SUBSCRIPTION, consumer_type=pulsar.ConsumerType.Shared)
+    producer = client.create_producer(topic, batching_enabled=False)
+    first = position_of(producer.send(b"m0"))
+    message = consumer.receive(timeout_millis=5000)
+    proxy.cut()
+    consumer.acknowledge(message)  # returns at once; the grouping tracker's flush finds no connection
+    time.sleep(CUT_S)
+    proxy.restore()
+    assert _drain(consumer) == [(b"m0", 0)]
+    assert not broker.admin.cursor(topic, SUBSCRIPTION).is_acknowledged(first)
+
+
+@pytest.mark.guarantee("no-loss")
+def test_the_consumers_leave_at_a_cut_and_come_back_after_it(behind_a_proxy, client, request):
+    broker, proxy = behind_a_proxy
+    topic = _topic(request)
+    consumer = client.subscribe(topic, SUBSCRIPTION, consumer_type=pulsar.ConsumerType.Shared)
+    producer = client.create_producer(topic, batching_enabled=False)
+    consumers = lambda: broker.admin.subscription_stats(topic, SUBSCRIPTION).consumers  # noqa: E731
+    proxy.cut()
+    try:
+        assert poll(consumers, lambda c: not c) == ()  # the broker saw the connection close
+    finally:
+        proxy.restore()
+    assert len(poll(consumers, lambda c: len(c) == 1, timeout_s=10)) == 1
+    producer.send(b"m0")  # the producer reconnected too
+    assert _drain(consumer, timeout_ms=10_000) == [(b"m0", 0)]

@@ -39,6 +39,8 @@ def describe_op(op: o.Op) -> str:
             return "crash broker (kill -9)"
         case o.CrashClient():
             return "crash client (kill -9)"
+        case o.CutNetwork(ms=ms):
+            return f"cut the network for {ms} ms"
         case o.ReadCursor():
             return "read cursor"
     raise TypeError(f"unknown op {op!r}")

@@ -126,12 +126,22 @@ class CrashClient:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class CutNetwork:
+    """Close every connection between the clients and the broker and refuse new ones for `ms`
+    milliseconds (the broker's host cut off, then back), through a proxy in front of the broker
+    (fixtures/network.py). The broker keeps its state; every consumer leaves, and its client
+    reconnects once the network is back."""
+
+    ms: int = 1000
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ReadCursor:
     """Read the subscription's cursor from the broker (internalStats)."""
 
 
 Op = (Send | Subscribe | Receive | Acknowledge | AcknowledgeCumulative | NegativeAcknowledge
-      | RedeliverUnacknowledgedMessages | Close | Seek | Tick | Unload | Restart | Crash | CrashClient | ReadCursor)
+      | RedeliverUnacknowledgedMessages | Close | Seek | Tick | Unload | Restart | Crash | CrashClient | CutNetwork | ReadCursor)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -14,7 +14,7 @@ The modules, one idea each:
 - redelivery.py: negative_acknowledge, redeliver_unacknowledged_messages, ack timeouts, batch
   entries coming back, dead-letter routing;
 - consumers.py: send, subscribe, close, the Failover switch and pause, Key_Shared binding;
-- reopen.py: unload, restart, crash, seek;
+- reopen.py: unload, restart, crash, seek (and a network cut, which the clients see as an unload);
 - client_crash.py: crash_client, the client's process killed with its grouped acks unflushed;
 - reconnect.py: a consumer reconnecting after the broker closed its connection, and the acks its
   client may drop meanwhile.
@@ -81,6 +81,16 @@ def _unload_or_restart(state: State, op: o.Unload | o.Restart, completion: o.Com
     return reopen(state, persisted=True)
 
 
+def _cut_network(state: State, op: o.CutNetwork, completion: o.Completion) -> Result:
+    # What the clients see of a cut is what they see of an unload: every connection closes and
+    # they reconnect. The broker keeps its topic, cursor and dispatcher, but every consumer left,
+    # so the redelivery counts start from 0 as a new dispatcher's do, and what was unacknowledged
+    # is dispatched again (shown by suites/broker/test_network_cut.py::
+    # test_after_a_cut_what_was_held_comes_again_and_what_was_acked_does_not and, in lock-step,
+    # test_the_model_accepts_what_a_cut_leaves).
+    return reopen(state, persisted=True)
+
+
 def _crash(state: State, op: o.Crash, completion: o.Completion) -> Result:
     return reopen(state, persisted=False)
 
@@ -110,6 +120,7 @@ _TRANSITIONS: dict[type, Callable[[State, o.Op, o.Completion], Result]] = {
     o.Restart: _unload_or_restart,
     o.Crash: _crash,
     o.CrashClient: crash_client,
+    o.CutNetwork: _cut_network,
     o.ReadCursor: read_cursor,
 }
 

@@ -24,11 +24,16 @@ import pytest
 from fixtures.broker.config import default_version
 from fixtures.network import proxied_broker
 from fixtures.pulsar import poll, position_of
+from fixtures.targets.lockstep import Lockstep
+from model import ops as o
+from model.spec import Spec, SubscriptionType
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow,
               pytest.mark.skipif(shutil.which("go") is None, reason="Toxiproxy is built with Go: go is not on PATH")]
 
 SUBSCRIPTION = "cut"
+SHARED = Spec(subscription_type=SubscriptionType.SHARED)
+EXCLUSIVE = Spec(subscription_type=SubscriptionType.EXCLUSIVE)
 CUT_S = 1.0  # the clients retry their connection every 100 ms, then back off
 
 
@@ -121,3 +126,35 @@ def test_the_consumers_leave_at_a_cut_and_come_back_after_it(behind_a_proxy, cli
     assert len(poll(consumers, lambda c: len(c) == 1, timeout_s=10)) == 1
     producer.send(b"m0")  # the producer reconnected too
     assert _drain(consumer, timeout_ms=10_000) == [(b"m0", 0)]
+
+
+@pytest.fixture
+def target(behind_a_proxy):
+    from fixtures.targets.pulsar_target import PulsarTarget
+
+    broker, proxy = behind_a_proxy
+    driven = PulsarTarget(f"pulsar://127.0.0.1:{proxy.listen}", broker.config.admin_url, controller=broker,
+                          network=proxy)
+    yield driven
+    driven.close()
+
+
+@pytest.mark.guarantee("no-redelivery-after-ack", "no-loss", "redelivery-count")
+@pytest.mark.parametrize("spec", [SHARED, EXCLUSIVE], ids=["Shared", "Exclusive"])
+def test_the_model_accepts_what_a_cut_leaves(target, request, spec):
+    """`cut_network` in lock-step with the model (model/transitions/__init__.py: a cut is an unload
+    to the clients): an ack flushed before the cut stays, what was held comes again, a nacked
+    message's redelivery asked before the cut comes too."""
+    run = Lockstep(target, spec, _topic(request).rsplit("/", 1)[1])
+    run.do(o.Subscribe(consumer="c0"))
+    for _ in range(3):
+        run.do(o.Send())
+    assert [run.receive("c0", timeout_ms=5000).message for _ in range(3)] == [o.MessageId(i) for i in range(3)]
+    run.do(o.Acknowledge(consumer="c0", message=o.MessageId(0)))
+    run.do(o.NegativeAcknowledge(consumer="c0", message=o.MessageId(1)))
+    run.do(o.Tick(ms=300))  # the ack is flushed, the nack's redelivery asked
+    run.do(o.CutNetwork(ms=1000))
+    run.do(o.Tick(ms=2000))  # the client's reconnection backs off while the network is cut
+    again = {d.message for d in run.drain("c0")}
+    # What was held comes again; the model allows it (not owed: the application holds it).
+    assert again == {o.MessageId(1), o.MessageId(2)}

@@ -10,6 +10,9 @@ reached each window, not only how many tried.
   has pending, made within the ack grouping time before the crash, so that the client's
   grouping tracker had not sent it on its timer yet; *held unacknowledged*, a message a
   connected consumer's application holds, which must come back with the count the broker gives.
+- `cut_network` (every client connection cut through the proxy, model/transitions/__init__.py):
+  the same two windows, an ack still grouped when the connection goes, a message held when its
+  consumer leaves the broker.
 """
 
 from __future__ import annotations
@@ -18,11 +21,13 @@ from model import ops as o
 from model.state import HELD, State
 
 CRASH_CLIENT = "crash_client"
+CUT_NETWORK = "cut_network"
 UNFLUSHED_ACK = "unflushed ack"
 HELD_UNACKNOWLEDGED = "held unacknowledged"
 # Each fault's op kind (model/history.py's name) and the windows it can reach, in report order.
-WINDOWS: dict[str, tuple[str, ...]] = {CRASH_CLIENT: (UNFLUSHED_ACK, HELD_UNACKNOWLEDGED)}
-FAULT_OPS: dict[type, str] = {o.CrashClient: CRASH_CLIENT}
+WINDOWS: dict[str, tuple[str, ...]] = {CRASH_CLIENT: (UNFLUSHED_ACK, HELD_UNACKNOWLEDGED),
+                                       CUT_NETWORK: (UNFLUSHED_ACK, HELD_UNACKNOWLEDGED)}
+FAULT_OPS: dict[type, str] = {o.CrashClient: CRASH_CLIENT, o.CutNetwork: CUT_NETWORK}
 # The op kinds a program needs for a window to be reachable at all (one of them).
 NEEDS: dict[str, tuple[str, ...]] = {UNFLUSHED_ACK: ("acknowledge", "acknowledge_cumulative"),
                                      HELD_UNACKNOWLEDGED: ("receive",)}
@@ -38,9 +43,10 @@ def windows_for(fault: str, kinds: tuple[str, ...]) -> tuple[str, ...]:
 def windows_reached(state: State, op: o.Op, history: list[tuple[o.Op, o.Completion]]) -> tuple[str, ...]:
     """The windows of `op`'s fault it reached in `state`, the model's state before it, `history`
     the ops before it. The fault strikes when it is invoked, right after the last completion
-    (`state.now`): how long it takes to complete (a new client process to start) does not count.
+    (`state.now`): how long it takes to complete (a new client process to start, the cut itself) does
+    not count.
     Empty for an op that is no fault."""
-    if FAULT_OPS.get(type(op)) != CRASH_CLIENT:
+    if type(op) not in FAULT_OPS:
         return ()
     connected = [c for c in state.consumers if c.connected]
     reached = []

@@ -125,6 +125,17 @@ def _crash_client(state: State) -> tuple[o.Op, ...]:
     return _CRASH_CLIENT if any(c.connected for c in state.consumers) else ()
 
 
+# Long enough for every client to see its connections refused and back off (it retries after 100
+# ms, then waits longer), short enough not to stretch a program much.
+CUT_MS = 300
+_CUT_NETWORK = (o.CutNetwork(ms=CUT_MS),)
+
+
+def _cut_network(state: State) -> tuple[o.Op, ...]:
+    """A network cut while some consumer is connected: with none, it cuts only a producer."""
+    return _CUT_NETWORK if any(c.connected for c in state.consumers) else ()
+
+
 CANDIDATES: dict[str, Callable[[State], tuple[o.Op, ...]]] = {
     "send": _send,
     "subscribe": _subscribe,
@@ -141,15 +152,16 @@ CANDIDATES: dict[str, Callable[[State], tuple[o.Op, ...]]] = {
     "restart": _lifecycle(o.Restart),
     "crash": _lifecycle(o.Crash),
     "crash_client": _crash_client,
+    "cut_network": _cut_network,
 }
 
 # How often each kind is drawn by the random generator (Hypothesis chooses its own way). A client
-# crash is a fault of the conformance programs (suites/generation.py weighs it there); the trace
-# corpora leave it out, so that a seed keeps generating the traces it always did.
+# crash and a network cut are faults of the conformance programs (suites/generation.py weighs
+# them there); the trace corpora leave them out, so that a seed keeps generating the traces it always did.
 WEIGHTS: dict[str, int] = {
     "send": 8, "subscribe": 2, "receive": 12, "acknowledge": 6, "acknowledge_cumulative": 2, "negative_acknowledge": 2,
     "redeliver_unacknowledged_messages": 1, "close": 1, "seek": 1, "tick": 1, "read_cursor": 2, "unload": 1,
-    "restart": 0, "crash": 0, "crash_client": 0}
+    "restart": 0, "crash": 0, "crash_client": 0, "cut_network": 0}
 
 
 def candidates(state: State, kind: str) -> tuple[o.Op, ...]:

@@ -58,8 +58,8 @@ KNOBS = {
 }
 FEW_KEYS = frozenset(KEYS[:2])
 BASE_WEIGHT = 2
-CRASH_WEIGHT = 1  # a client crash outside its windows: half what any other kind is worth
-JUST_ACKED = 8  # what a client crash is worth more right after an acknowledge left an ack pending
+CRASH_WEIGHT = 1  # a client crash or a network cut outside its windows: half what any other kind is worth
+JUST_ACKED = 8  # what a crash or a cut is worth more right after an acknowledge left an ack pending
 # What an observation is worth more right after the op whose effect it shows: a receive after a
 # tick, a cursor read after an unload.
 LOOK = 8
@@ -163,7 +163,7 @@ def weight(state: State, kind: str, *, last: o.Op | None = None) -> int:
         return BASE_WEIGHT + LOOK * isinstance(last, o.Tick)
     if kind in ("send", "subscribe", DRAIN, "acknowledge"):
         return BASE_WEIGHT
-    if kind == "crash_client":
+    if kind in ("crash_client", "cut_network"):
         pending = any(c.pending_acks for c in state.consumers if c.connected)
         just_acked = isinstance(last, (o.Acknowledge, o.AcknowledgeCumulative))
         return CRASH_WEIGHT + JUST_ACKED * (just_acked and pending) + bool(_held(state))

@@ -116,6 +116,11 @@ CHECKS = (
           specs={"Exclusive": EXCLUSIVE, "Shared": SHARED,
                  "Exclusive-ack-receipts": EXCLUSIVE.with_(ack_receipts=True)},
           guarantees=EVERY_PROGRAM | ACKS | {G.CURSOR, G.EXCLUSIVE, G.CUMULATIVE_REFUSED_ON_SHARED}),
+    # A network cut (every client connection closed through the proxy in front of the broker, for a
+    # while) on a broker of its own: what the broker keeps, what comes again, what an ack grouped at
+    # the cut becomes. On a broker given by URL the suite has no proxy: the cut is left out.
+    Check(area="network_cut", kinds=BASE + ("acknowledge", "negative_acknowledge", "read_cursor", "tick", "cut_network"),
+          specs=ALL_TYPES, guarantees=EVERY_PROGRAM | ACKS | {G.CURSOR, G.EXCLUSIVE, G.KEY_SHARED_STICKINESS}),
     Check(area="zero_queue", kinds=BASE + ("acknowledge", "negative_acknowledge", "close"),
           specs={"Shared": SHARED.with_(receiver_queue_size=0), "Exclusive": EXCLUSIVE.with_(receiver_queue_size=0)},
           guarantees=EVERY_PROGRAM | ACKS | {G.EXCLUSIVE}),

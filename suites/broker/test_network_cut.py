@@ -158,3 +158,16 @@ def test_the_model_accepts_what_a_cut_leaves(target, request, spec):
     again = {d.message for d in run.drain("c0")}
     # What was held comes again; the model allows it (not owed: the application holds it).
     assert again == {o.MessageId(1), o.MessageId(2)}
+
+
+@pytest.mark.guarantee("no-duplicate-without-cause")
+def test_a_reproduction_that_cuts_the_network_replays_on_a_broker_behind_a_proxy():
+    """What a failure's reproduction runs (fixtures/targets/replay.py): without a broker given, a
+    program with a cut gets a broker of its own behind the proxy, not one it cannot cut."""
+    from fixtures.targets.replay import replay
+
+    history = replay("pulsar", SHARED, [
+        o.Subscribe(consumer="c0"), o.Send(), o.Receive(consumer="c0", timeout_ms=5000),
+        o.CutNetwork(ms=300), o.Tick(ms=1500), o.Receive(consumer="c0", timeout_ms=5000)])
+    deliveries = [c.value.message for op, c in history if isinstance(c.value, o.Delivery)]
+    assert deliveries == [o.MessageId(0), o.MessageId(0)]  # held at the cut, so it came again

@@ -91,6 +91,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(reports, "conformance-reports")
     if _is_worker(config):
         reports.follow(config.workerinput.get(WORKER_INPUT) or {})
+    elif config.option.collectonly:
+        return  # nothing runs: the last run's reports stay as they are
     elif given is not None or covers_conformance(config):
         reports.prepare()
 

@@ -352,6 +352,17 @@ def test_junit_and_allure_given_on_the_command_line_are_respected(project):
     assert not (project / "elsewhere" / "allure-results").exists()
 
 
+def test_collecting_only_leaves_the_last_run_s_reports_as_they_are(project):
+    done = pytest_run(project, "suites")
+    assert done.returncode == 1, done.stdout + done.stderr
+    folder = project / "reports" / "out"
+    before = {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    assert any(p.parent.name == "failures" for p in before)
+    done = pytest_run(project, "suites", "--collect-only")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()} == before
+
+
 def test_a_run_without_conformance_tests_writes_no_reports(project):
     done = pytest_run(project, "other")
     assert done.returncode == 0, done.stdout + done.stderr

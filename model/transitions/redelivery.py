@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from model import cursor as cur
 from model import ops as o
+from model.spec import SubscriptionType
 from model.state import ACKED, AVAILABLE, HELD, Message, State, replace_messages
 from model.violations import Result
 
@@ -147,9 +148,17 @@ def redeliver(state: State, consumer: str, at: int, *, window: tuple[int, int], 
     # Acks of this consumer's client not yet flushed (the ack grouping): the broker still has their
     # messages pending on this consumer.
     unflushed = {message_id for _, message_id in asking.pending_acks} if (asking := state.consumer(consumer)) else set()
+    # Failover: the broker rewinds only for its active consumer ("Only the active consumer can call
+    # resend", PersistentDispatcherSingleActiveConsumer.redeliverUnacknowledgedMessages), which it
+    # picks by a hash of the names; with another consumer connected the model cannot tell, so what
+    # the asking consumer holds may come again but is not owed (shown by test_fidelity_broker::
+    # test_a_failover_nack_from_a_consumer_that_is_no_longer_active_is_ignored).
+    maybe_ignored = state.spec.subscription_type is SubscriptionType.FAILOVER and len(state.connected()) > 1
     changed = {}
     for message in state.messages:
-        if message.status is HELD and message.holder == consumer:
+        if message.status is HELD and message.holder == consumer and maybe_ignored:
+            changed[message.id] = message.with_(extra_deliveries=message.extra_deliveries + 1)
+        elif message.status is HELD and message.holder == consumer:
             asked = requested(state, message, invoked + lo, at + hi)
             if message.redelivery_from is not None and asked.status is HELD:
                 # A second request before the first landed: both may deliver it (a rewind each),
@@ -157,6 +166,11 @@ def redeliver(state: State, consumer: str, at: int, *, window: tuple[int, int], 
                 # broker-two-redeliver-calls-first-count.redelivery_count_and_dead_letter-Key_Shared-dlq2).
                 asked = asked.with_(extra_deliveries=asked.extra_deliveries + 1, count_lo=message.count_lo)
             changed[message.id] = asked
+        elif message.status is HELD and rewind:
+            # Failover: the rewind dispatches every unacknowledged entry again to the active
+            # consumer, those another consumer's application holds too (shown by history
+            # broker-failover-rewind-resends-what-another-consumer-holds.network_cut-Failover).
+            changed[message.id] = message.with_(extra_deliveries=message.extra_deliveries + 1)
         elif message.status is HELD and message.held_by_two_consumers and tracked:
             # Another consumer holds it as the model has it, but this one's application may hold a
             # copy too, which the broker may count as pending here: it may come once more, counted

@@ -592,3 +592,33 @@ def test_a_copy_queued_before_an_unload_keeps_its_count_though_its_ack_is_persis
         if any(count == 1 for _, count in copies):
             return
     pytest.fail(f"no queued copy of count 1 came after the unload in {QUEUED_COPY_RUNS} runs: {seen}")
+
+
+@pytest.mark.guarantee("no-loss", "no-duplicate-without-cause")
+def test_a_failover_nack_from_a_consumer_that_is_no_longer_active_is_ignored(pulsar_target, names):
+    """PersistentDispatcherSingleActiveConsumer.redeliverUnacknowledgedMessages: "Only the active
+    consumer can call resend". After a switch, the consumer that lost the subscription still hands
+    out what sat in its receiver queue; a nack of such a copy asks for a rewind the broker ignores,
+    so it does not come again, to anyone (the new active consumer got it at the switch). The model
+    does not know the broker's pick, so a Failover request made while other consumers are
+    connected may be ignored."""
+    spec = Spec(subscription_type=SubscriptionType.FAILOVER, nack_delay_ms=100, failover_delay_ms=200)
+    for attempt in range(12):  # the broker's hash ring picks the active consumer by name
+        run = _program(pulsar_target, names, spec)
+        run.do(o.Subscribe(consumer="a"))
+        _publish(run, 2)
+        assert run.receive("a", timeout_ms=2000).message == m(0)  # m1 waits in a's receiver queue
+        newcomer = f"b{attempt}"
+        run.do(o.Subscribe(consumer=newcomer))
+        run.do(o.Tick(ms=500))  # the switch's pause
+        stats = pulsar_target.admin.subscription_stats(pulsar_target.topic, pulsar_target.broker.subscription)
+        if stats.active_consumer != newcomer:
+            run.do(o.Close(consumer=newcomer))
+            continue
+        assert [d.message for d in run.drain(newcomer, idle_ms=500)] == [m(0), m(1)]  # the switch's rewind
+        assert run.receive("a", timeout_ms=2000).message == m(1)  # a's stale queued copy
+        run.do(o.NegativeAcknowledge(consumer="a", message=m(1)))
+        run.do(o.Tick(ms=1000))
+        assert run.drain() == []  # ignored: m1 comes to neither
+        return
+    pytest.fail("the newcomer never became the active consumer in 12 tries")

@@ -203,9 +203,17 @@ def job_finished() -> None:
         jvm.kept(_TUNING)
 
 
+_SHIPPED: set[str] = set()  # the applications (by id) this process has shipped its packages to
+
+
 def ship_packages(spark) -> None:
     """Zip this project's packages and add them to the executors' Python path (cluster masters): the
-    clone's top-level ones, or an installed kit's one package, under the names the code imports."""
+    clone's top-level ones, or an installed kit's one package, under the names the code imports.
+    Once per application: a second job of the same process reuses the session, and Spark refuses
+    a file of the same name added again."""
+    application = spark.sparkContext.applicationId
+    if application in _SHIPPED:
+        return
     root = kit.CODE_ROOT.parent if kit.INSTALLED else kit.CODE_ROOT
     folders = [kit.CODE_ROOT] if kit.INSTALLED else [kit.CODE_ROOT / package for package in PACKAGES]
     archive = Path(tempfile.mkdtemp(prefix="traces-code-")) / "pulsar_ack_conformance.zip"
@@ -215,6 +223,7 @@ def ship_packages(spark) -> None:
                 if file.suffix in (".py", ".properties") and "__pycache__" not in file.parts:
                     zipped.write(file, file.relative_to(root))
     spark.sparkContext.addPyFile(str(archive))
+    _SHIPPED.add(application)
 
 
 @contextmanager

@@ -1,7 +1,9 @@
 """The trace jobs on a real Spark cluster (a standalone master and worker, suites/traces/cluster.py),
-submitted as a user would, `python -m traces JOB --master spark://...`, give what they give in local
-mode: the same corpus from the same seed, the same verdicts and signatures from `check`, the same
-divergences from `diff`. Nothing in them may rely on running in the driver's process."""
+submitted through the command line with `--master spark://...`, give what they give in local mode:
+the same corpus from the same seed, the same verdicts and signatures from `check`, the same
+divergences from `diff`. Nothing in them may rely on running in the driver's process. The three
+jobs run in one process (suites/traces/cluster_jobs.py), one Spark session on the cluster, so that
+its executors start once."""
 
 from __future__ import annotations
 
@@ -31,11 +33,12 @@ def cluster(tmp_path_factory):
         yield url
 
 
-def submit(master: str, *args: object) -> None:
-    """One job of the command line on the cluster; its stderr's tail when it fails."""
-    done = subprocess.run([sys.executable, "-m", "traces", *map(str, args), "--master", master, "--quiet"],
-                          capture_output=True, text=True, timeout=600)
-    assert done.returncode in (0, 1), f"traces {args[0]} exited {done.returncode}:\n{done.stderr[-3000:]}"
+def submit(master: str, *jobs: tuple) -> None:
+    """The command lines, in one process on the cluster; its stderr's tail when one fails."""
+    argv = [str(a) for job in jobs for a in ("--", *job)]
+    done = subprocess.run([sys.executable, "-m", "suites.traces.cluster_jobs", master, *argv],
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, f"the jobs exited {done.returncode}:\n{done.stderr[-3000:]}"
 
 
 def _summary(path) -> dict:
@@ -46,28 +49,30 @@ def _summary(path) -> dict:
 def test_the_jobs_give_on_a_standalone_cluster_what_they_give_in_local_mode(spark, cluster, tmp_path):
     local, remote = tmp_path / "local", tmp_path / "remote"
     generate.run(spark, local / "corpus", specs=parse_matrix([MATRIX]), programs=PROGRAMS, steps=STEPS, seed=SEED)
-    submit(cluster, "generate", "--out", remote / "corpus", "--matrix", MATRIX, "--programs", PROGRAMS,
-           "--steps", STEPS, "--seed", SEED)
+    # A recording on a target that accepts cumulative acks on Shared: programs that break a
+    # guarantee, so that the verdicts and divergences compared are not all "conforms".
+    recorded = tmp_path / "recorded"
+    record.run(spark, local / "corpus", recorded, target=TargetSpec(name="suites.traces.faulty:accepts_cumulative"))
+    check.run(spark, recorded, local / "check")
+    diff.run(spark, local / "corpus", recorded, local / "diff")
+
+    submit(cluster,
+           ("generate", "--out", remote / "corpus", "--matrix", MATRIX, "--programs", PROGRAMS, "--steps", STEPS,
+            "--seed", SEED),
+           ("check", "--out", remote / "check", recorded),
+           ("diff", "--out", remote / "diff", local / "corpus", recorded))
+
     ours, theirs = c.open_corpus(spark, local / "corpus"), c.open_corpus(spark, remote / "corpus")
     columns = ours.events.columns
     assert rows(theirs.events, *columns) == rows(ours.events, *columns)
     assert rows(theirs.programs, *ours.programs.columns) == rows(ours.programs, *ours.programs.columns)
 
-    # A recording on a target that accepts cumulative acks on Shared: programs that break a
-    # guarantee, so that the verdicts and divergences compared are not all "conforms".
-    recorded = tmp_path / "recorded"
-    record.run(spark, local / "corpus", recorded, target=TargetSpec(name="suites.traces.faulty:accepts_cumulative"))
-
-    check.run(spark, recorded, local / "check")
-    submit(cluster, "check", "--out", remote / "check", recorded)
     verdicts = spark.read.parquet(str(local / "check" / "verdicts"))
     theirs = spark.read.parquet(str(remote / "check" / "verdicts"))
     assert rows(theirs, *verdicts.columns) == rows(verdicts, *verdicts.columns)
     assert _summary(remote / "check") == _summary(local / "check")
     assert _summary(local / "check")["per_guarantee"], "the recording should break a guarantee"
 
-    diff.run(spark, local / "corpus", recorded, local / "diff")
-    submit(cluster, "diff", "--out", remote / "diff", local / "corpus", recorded)
     divergences = spark.read.parquet(str(local / "diff" / "divergences"))
     theirs = spark.read.parquet(str(remote / "diff" / "divergences"))
     assert rows(theirs, *divergences.columns) == rows(divergences, *divergences.columns)

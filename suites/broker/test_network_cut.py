@@ -158,6 +158,9 @@ def test_the_model_accepts_what_a_cut_leaves(target, request, spec):
     again = {d.message for d in run.drain("c0")}
     # What was held comes again; the model allows it (not owed: the application holds it).
     assert again == {o.MessageId(1), o.MessageId(2)}
+    # What a stall's failure would show of the broker: c0 is back, the two still in the backlog.
+    state = target.broker.dispatcher_state()
+    assert state.startswith("backlog 2, ") and "consumers: c0: " in state
 
 
 @pytest.mark.guarantee("no-duplicate-without-cause")

@@ -36,3 +36,34 @@ def test_topic_names_must_be_fully_qualified():
     assert topic_path("persistent://public/default/t-1") == "persistent/public/default/t-1"
     with pytest.raises(AdminError, match="fully qualified"):
         topic_path("t-1")
+
+
+def test_a_stall_s_failure_says_what_the_dispatcher_holds_and_each_consumer_s_permits():
+    from fixtures.admin import ConsumerStats, SubscriptionStats
+    from fixtures.targets.faulty import LosesAMessage
+    from fixtures.targets.lockstep import ConformanceFailure, Lockstep
+    from model import ops as o
+    from model.spec import Spec, SubscriptionType
+
+    stats = SubscriptionStats(type="Failover", backlog=3, unacked_messages=1, msg_in_replay=2, msg_rate_redeliver=0.0,
+                              active_consumer="c0", consumers=(
+                                  ConsumerStats(name="c0", available_permits=0, unacked_messages=1,
+                                                blocked_on_unacked_messages=True, msg_out_counter=4,
+                                                msg_rate_redeliver=0.0),))
+    line = ("backlog 3, unacked 1, in replay 2, active c0; consumers: c0: 0 permits, 1 unacked, blocked on unacked")
+    assert stats.describe() == line
+
+    class Broker:
+        def dispatcher_state(self):
+            return line
+
+    target = LosesAMessage()
+    target.broker = Broker()
+    run = Lockstep(target, Spec(subscription_type=SubscriptionType.SHARED), "p")
+    run.do(o.Subscribe(consumer="c0"))
+    for _ in range(3):
+        run.do(o.Send())
+    with pytest.raises(ConformanceFailure) as caught:
+        run.drain()
+    assert caught.value.violation.detail == "drained every consumer, yet m2 never came"
+    assert caught.value.broker_state == line and f"broker's dispatcher then: {line}" in str(caught.value)

@@ -129,7 +129,7 @@ SHIPPED = """
 import types, zipfile
 from pulsar_ack_conformance.traces.session import ship_packages
 added = []
-ship_packages(types.SimpleNamespace(sparkContext=types.SimpleNamespace(addPyFile=added.append)))
+ship_packages(types.SimpleNamespace(sparkContext=types.SimpleNamespace(applicationId="app-1", addPyFile=added.append)))
 names = zipfile.ZipFile(added[0]).namelist()
 print(sorted({name.split('/')[0] for name in names}), 'pulsar_ack_conformance/model/spec.py' in names)
 """

@@ -152,6 +152,10 @@ class State:
     # unacknowledged, so each may deliver a message once more (shown by
     # suites/model/test_fidelity_broker.py::test_each_exclusive_rewind_on_its_way_delivers_the_backlog_once_more).
     rewinds: int = 0
+    # Rewinds still to be asked when the consumers are back from a disconnection, each to deliver
+    # everything unacknowledged once more (model/transitions/reopen.py): they join the window above
+    # once no consumer may be reconnecting.
+    rewinds_at_reconnect: int = 0
     reopened_serial: int = 0  # the serial of the last unload, restart or crash
     # The serial of the last event that closed the consumers' connections (those and a seek): a
     # message published from then on came to a consumer over its new connection.

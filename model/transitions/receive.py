@@ -99,9 +99,10 @@ def receive(state: State, op: o.Receive, completion: o.Completion, *, invoked: i
         highest = max(highest, message.count_hi)  # the other application's copy may come back with its count
     delivered = delivered.with_(count_lo=lowest, count_hi=highest,
                                 held_count=delivery.redelivery_count)
-    if state.rewind_window is not None and delivered.status is HELD and message.status is AVAILABLE:
+    rewinds = (state.rewinds if state.rewind_window is not None else 0) + state.rewinds_at_reconnect
+    if rewinds and delivered.status is HELD and message.status is AVAILABLE:
         # First received while rewinds are on their way: each may deliver it once more.
-        delivered = delivered.with_(extra_deliveries=delivered.extra_deliveries + state.rewinds)
+        delivered = delivered.with_(extra_deliveries=delivered.extra_deliveries + rewinds)
     window = state.spec.ack_timeout_window_ms
     if window is not None and delivered.status is HELD:
         # Ack timeout: tracking starts when the application receives the message (PR #3079), no

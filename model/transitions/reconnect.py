@@ -26,7 +26,9 @@ read does not give.
 
 from __future__ import annotations
 
+from model.spec import SubscriptionType
 from model.state import ACKED, Consumer, State, replace_consumer, replace_messages
+from model.transitions.redelivery import REWIND_LAG_MS
 
 
 def disconnected(state: State) -> State:
@@ -46,8 +48,19 @@ def acked_while_reconnecting(state: State, consumer_name: str) -> State:
 
 
 def back(state: State, consumer: Consumer) -> State:
-    """The consumer is known to be connected again (it got a message over its new connection)."""
-    return replace_consumer(state, consumer.with_(reconnecting=False)) if consumer.reconnecting else state
+    """The consumer is known to be connected again (it got a message over its new connection).
+    Once none may still be reconnecting, the rewinds their return may bring (model/transitions/
+    reopen.py) are on their way, to land within REWIND_LAG_MS, after a Failover switch's pause."""
+    if not consumer.reconnecting:
+        return state
+    state = replace_consumer(state, consumer.with_(reconnecting=False))
+    if not state.rewinds_at_reconnect or any(c.reconnecting for c in state.connected()):
+        return state
+    pause = state.spec.failover_delay_ms if state.spec.subscription_type is SubscriptionType.FAILOVER else 0
+    landing = (state.now, state.now + pause + REWIND_LAG_MS)
+    if state.rewind_window is not None:
+        landing = (min(landing[0], state.rewind_window[0]), max(landing[1], state.rewind_window[1]))
+    return state.with_(rewind_window=landing, rewinds=state.rewinds + state.rewinds_at_reconnect, rewinds_at_reconnect=0)
 
 
 def _may_be_dropped(state: State, acks: list) -> State:

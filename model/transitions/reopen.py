@@ -3,16 +3,18 @@
 Unload and restart close the topic's dispatcher with the cursor persisted; a crash loses what was
 not persisted. Either way the consumers reconnect to a new dispatcher, which reads from
 markDeletePosition + 1 with a new redelivery tracker (PersistentTopic.close, ManagedCursorImpl
-recovery). A seek flushes the consumer's acks and resets the cursor to the target
-(ManagedCursorImpl.resetCursor; the C++ client's ConsumerImpl::seekAsync). Notes name the test
-that shows a rule as model/transitions/redelivery.py describes.
+recovery); a Failover consumer that comes back after the others may take over, and a Key_Shared
+key goes to whichever consumer is back first. A seek flushes the consumer's acks and resets the
+cursor to the target (ManagedCursorImpl.resetCursor; the C++ client's ConsumerImpl::seekAsync).
+Notes name the test that shows a rule as model/transitions/redelivery.py describes.
 """
 
 from __future__ import annotations
 
 from model import cursor as cur
 from model import ops as o
-from model.state import ACKED, AVAILABLE, State, replace_messages
+from model.spec import SubscriptionType
+from model.state import ACKED, AVAILABLE, HELD, State, replace_messages
 from model.transitions.acks import flush_acks
 from model.transitions.reconnect import disconnected
 from model.transitions.redelivery import unstall
@@ -76,6 +78,7 @@ def reopen(state: State, *, persisted: bool) -> Result:
     suites/broker/test_persistence.py::
     test_a_crash_brings_the_cursor_back_to_an_earlier_state_and_redelivers_what_it_lost).
     """
+    rewinds_at_reconnect = _rewinds_at_reconnect(state)
     changed = {}
     for message in state.messages:
         if message.status is ACKED:
@@ -116,4 +119,31 @@ def reopen(state: State, *, persisted: bool) -> Result:
     state = unstall(replace_messages(state, changed))
     # The consumers reconnect; what their clients flush meanwhile may be dropped (reconnect.py).
     return disconnected(state.with_(cursor=cur.rewind(state.cursor), reopened_serial=state.serial + 1,
-                                    disconnected_serial=state.serial + 1, serial=state.serial + 1))
+                                    disconnected_serial=state.serial + 1, serial=state.serial + 1,
+                                    key_owners=_keys_free(state),
+                                    rewinds_at_reconnect=state.rewinds_at_reconnect + rewinds_at_reconnect))
+
+
+def _rewinds_at_reconnect(state: State) -> int:
+    """Exclusive/Failover: the rewinds the consumers' return may bring, each delivering everything
+    unacknowledged once more, those sent after the reopening too.
+
+    A redelivery the client still had to ask (a nack's delay or an ack timeout running) may be
+    asked once its consumer is back: the Go client queues the request behind its reconnection
+    (partitionConsumer.runEventsLoop) and the broker rewinds (shown by history
+    broker-nack-asked-after-a-cut-rewinds-all.network_cut-Exclusive). On Failover each consumer
+    that comes back after the first may become the active one, and the broker rewinds for it
+    (shown by history broker-failover-switch-when-a-consumer-comes-back.network_cut-Failover)."""
+    if not state.spec.subscription_type.single_active_consumer:
+        return 0
+    asked = int(any(m.status is HELD and m.redelivery_from is not None for m in state.messages))
+    switches = len(state.connected()) - 1 if state.spec.subscription_type is SubscriptionType.FAILOVER else 0
+    return asked + max(switches, 0)
+
+
+def _keys_free(state: State) -> tuple:
+    """Key_Shared: every consumer left the dispatcher, and the first to come back takes every hash
+    range: a key may go to any connected consumer, its owner still included for what its receiver
+    queue holds (shown by history broker-key-goes-to-the-first-consumer-back.network_cut-Key_Shared)."""
+    connected = [c.name for c in state.connected()]
+    return tuple((key, owner, tuple(sorted(set(connected) - {owner}))) for key, owner, _ in state.key_owners)

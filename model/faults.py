@@ -13,6 +13,9 @@ reached each window, not only how many tried.
 - `cut_network` (every client connection cut through the proxy, model/transitions/__init__.py):
   the same two windows, an ack still grouped when the connection goes, a message held when its
   consumer leaves the broker.
+- `restart` and `crash` of the broker (model/transitions/reopen.py), on a broker of the check's
+  own: the same two windows, and *ack not persisted*, an ack the broker may have applied, which
+  its client sent within the broker's mark-delete persistence interval, which a crash may undo.
 """
 
 from __future__ import annotations
@@ -22,15 +25,27 @@ from model.state import HELD, State
 
 CRASH_CLIENT = "crash_client"
 CUT_NETWORK = "cut_network"
+RESTART = "restart"
+CRASH = "crash"
 UNFLUSHED_ACK = "unflushed ack"
 HELD_UNACKNOWLEDGED = "held unacknowledged"
+ACK_NOT_PERSISTED = "ack not persisted"
 # Each fault's op kind (model/history.py's name) and the windows it can reach, in report order.
 WINDOWS: dict[str, tuple[str, ...]] = {CRASH_CLIENT: (UNFLUSHED_ACK, HELD_UNACKNOWLEDGED),
-                                       CUT_NETWORK: (UNFLUSHED_ACK, HELD_UNACKNOWLEDGED)}
-FAULT_OPS: dict[type, str] = {o.CrashClient: CRASH_CLIENT, o.CutNetwork: CUT_NETWORK}
+                                       CUT_NETWORK: (UNFLUSHED_ACK, HELD_UNACKNOWLEDGED),
+                                       RESTART: (UNFLUSHED_ACK, HELD_UNACKNOWLEDGED),
+                                       CRASH: (UNFLUSHED_ACK, HELD_UNACKNOWLEDGED, ACK_NOT_PERSISTED)}
+FAULT_OPS: dict[type, str] = {o.CrashClient: CRASH_CLIENT, o.CutNetwork: CUT_NETWORK, o.Restart: RESTART,
+                              o.Crash: CRASH}
+# The broker persists a cursor's markDeletePosition at most once a second
+# (managedLedgerDefaultMarkDeleteRateLimit = 1.0): an ack applied within that time may be in memory only.
+MARK_DELETE_PERSIST_MS = 1000
+# The faults a check runs on a broker of its own: they stop the broker, or cut every connection to it.
+OWN_BROKER = frozenset({CUT_NETWORK, RESTART, CRASH})
 # The op kinds a program needs for a window to be reachable at all (one of them).
 NEEDS: dict[str, tuple[str, ...]] = {UNFLUSHED_ACK: ("acknowledge", "acknowledge_cumulative"),
-                                     HELD_UNACKNOWLEDGED: ("receive",)}
+                                     HELD_UNACKNOWLEDGED: ("receive",),
+                                     ACK_NOT_PERSISTED: ("acknowledge", "acknowledge_cumulative")}
 _ACKS = (o.Acknowledge, o.AcknowledgeCumulative)
 
 
@@ -58,4 +73,12 @@ def windows_reached(state: State, op: o.Op, history: list[tuple[o.Op, o.Completi
     names = {c.name for c in connected}
     if any(m.status is HELD and m.holder in names for m in state.messages):
         reached.append(HELD_UNACKNOWLEDGED)
+    # An ack its client sent (the grouping time over) within the broker's mark-delete persistence
+    # interval: the broker may have applied it without persisting it yet.
+    grouping = state.spec.ack_grouping_ms
+    if ACK_NOT_PERSISTED in WINDOWS[FAULT_OPS[type(op)]] and any(
+            isinstance(past, _ACKS) and c.outcome is o.Outcome.OK
+            and grouping < state.now - c.at <= grouping + MARK_DELETE_PERSIST_MS for past, c in history):
+        reached.append(ACK_NOT_PERSISTED)
     return tuple(reached)
+

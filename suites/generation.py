@@ -163,10 +163,18 @@ def weight(state: State, kind: str, *, last: o.Op | None = None) -> int:
         return BASE_WEIGHT + LOOK * isinstance(last, o.Tick)
     if kind in ("send", "subscribe", DRAIN, "acknowledge"):
         return BASE_WEIGHT
-    if kind in ("crash_client", "cut_network"):
+    if kind in ("crash_client", "cut_network", "restart", "crash"):
         pending = any(c.pending_acks for c in state.consumers if c.connected)
         just_acked = isinstance(last, (o.Acknowledge, o.AcknowledgeCumulative))
-        return CRASH_WEIGHT + JUST_ACKED * (just_acked and pending) + bool(_held(state))
+        weight_ = CRASH_WEIGHT + JUST_ACKED * (just_acked and pending) + bool(_held(state))
+        if kind in ("restart", "crash"):
+            # Each takes seconds (the broker starts again), and one right after another shows
+            # nothing the first did not; a crash is worth more while an ack the broker applied
+            # may not be persisted yet.
+            if isinstance(last, (o.Restart, o.Crash)):
+                return 0
+            weight_ += 2 * any(m.status is ACKED and not m.ack_confirmed for m in state.messages)
+        return weight_
     held = _held(state)
     pending = any(c.pending_acks for c in state.consumers)
     queued = _queued(state)

@@ -106,8 +106,6 @@ CHECKS = (
           specs={"Shared-queue-1": SHARED.with_(receiver_queue_size=1), "Shared-queue-3": SHARED.with_(receiver_queue_size=3),
                  "Shared-zero-queue": SHARED.with_(receiver_queue_size=0)},
           guarantees=EVERY_PROGRAM | ACKS | {G.RECEIVER_QUEUE}),
-    # Restart and crash are checked by suites/broker/test_persistence.py and test_ack_receipts.py:
-    # inside generated programs they would restart the session's shared broker once per example.
     # With ack receipts an `ok` acknowledge is in the cursor at once and an unload or a client crash
     # keeps it: checked for the clients that declare `ack_receipts` (the Java client), not applicable
     # for the others.
@@ -121,6 +119,14 @@ CHECKS = (
     # the cut becomes. On a broker given by URL the suite has no proxy: the cut is left out.
     Check(area="network_cut", kinds=BASE + ("acknowledge", "negative_acknowledge", "read_cursor", "tick", "cut_network"),
           specs=ALL_TYPES, guarantees=EVERY_PROGRAM | ACKS | {G.CURSOR, G.EXCLUSIVE, G.KEY_SHARED_STICKINESS}),
+    # A broker restart (graceful) and crash (kill -9), on the broker of its own the network cut
+    # gets: what a restart keeps, and what a crash may undo (an ack not yet persisted), which a
+    # cursor read settles. Each takes seconds (the broker starts again): a slow check.
+    Check(area="broker_restart",
+          kinds=BASE + ("acknowledge", "acknowledge_cumulative", "negative_acknowledge", "read_cursor", "restart",
+                        "crash"),
+          specs={"Exclusive": EXCLUSIVE, "Shared": SHARED}, slow=True,
+          guarantees=EVERY_PROGRAM | ACKS | {G.CURSOR, G.EXCLUSIVE, G.CUMULATIVE_REFUSED_ON_SHARED}),
     Check(area="zero_queue", kinds=BASE + ("acknowledge", "negative_acknowledge", "close"),
           specs={"Shared": SHARED.with_(receiver_queue_size=0), "Exclusive": EXCLUSIVE.with_(receiver_queue_size=0)},
           guarantees=EVERY_PROGRAM | ACKS | {G.EXCLUSIVE}),

@@ -12,7 +12,8 @@ import pytest
 
 from model import cursor as cur
 from model import ops as o
-from model.faults import CRASH_CLIENT, HELD_UNACKNOWLEDGED, UNFLUSHED_ACK, windows_for, windows_reached
+from model.faults import (ACK_NOT_PERSISTED, CRASH_CLIENT, HELD_UNACKNOWLEDGED, MARK_DELETE_PERSIST_MS, UNFLUSHED_ACK,
+                          windows_for, windows_reached)
 from model.guarantees import Guarantee
 from model.nondet import apply, check_nothing_lost, start
 from model.spec import Spec, SubscriptionType
@@ -139,6 +140,19 @@ def test_the_windows_a_crash_reached():
                              (o.Subscribe(consumer="c0"), o.ok())]
     assert windows_reached(_state(SHARED, nothing), o.CrashClient(), nothing) == ()
     assert windows_reached(state, o.Close(consumer="c0"), history) == ()
+
+
+def test_a_broker_crash_reaches_an_ack_it_may_not_have_persisted():
+    # Sent by the client (older than the grouping time), within the broker's mark-delete
+    # persistence interval: the crash may undo it; a restart reaches only the windows it shares.
+    flushed = SHARED.ack_grouping_ms + 1
+    history = received(2) + [(o.Acknowledge(consumer="c0", message=m(0)), o.ok(at=10)),
+                             (o.Tick(ms=flushed), o.ok(at=10 + flushed))]
+    state = _state(SHARED, history)
+    assert windows_reached(state, o.Crash(), history) == (HELD_UNACKNOWLEDGED, ACK_NOT_PERSISTED)
+    assert windows_reached(state, o.Restart(), history) == (HELD_UNACKNOWLEDGED,)
+    persisted = history + [(o.Tick(ms=MARK_DELETE_PERSIST_MS), o.ok(at=10 + flushed + MARK_DELETE_PERSIST_MS))]
+    assert windows_reached(_state(SHARED, persisted), o.Crash(), persisted) == (HELD_UNACKNOWLEDGED,)
 
 
 def test_a_check_is_offered_only_the_windows_its_ops_can_reach():

@@ -121,10 +121,11 @@ CHECKS = (
           specs=ALL_TYPES, guarantees=EVERY_PROGRAM | ACKS | {G.CURSOR, G.EXCLUSIVE, G.KEY_SHARED_STICKINESS}),
     # A broker restart (graceful) and crash (kill -9), on the broker of its own the network cut
     # gets: what a restart keeps, and what a crash may undo (an ack not yet persisted), which a
-    # cursor read settles. Each takes seconds (the broker starts again): a slow check.
+    # cursor read settles; a tick lets an ack leave its client's group before the crash. Each
+    # takes seconds (the broker starts again): a slow check.
     Check(area="broker_restart",
-          kinds=BASE + ("acknowledge", "acknowledge_cumulative", "negative_acknowledge", "read_cursor", "restart",
-                        "crash"),
+          kinds=BASE + ("acknowledge", "acknowledge_cumulative", "negative_acknowledge", "read_cursor", "tick",
+                        "restart", "crash"),
           specs={"Exclusive": EXCLUSIVE, "Shared": SHARED}, slow=True,
           guarantees=EVERY_PROGRAM | ACKS | {G.CURSOR, G.EXCLUSIVE, G.CUMULATIVE_REFUSED_ON_SHARED}),
     Check(area="zero_queue", kinds=BASE + ("acknowledge", "negative_acknowledge", "close"),

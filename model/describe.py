@@ -56,6 +56,8 @@ def describe_completion(completion: o.Completion) -> str:
         return f"ok {value.message} redelivery_count={value.redelivery_count}"
     if isinstance(value, cur.Cursor):
         return f"ok {cur.describe(value)}"
+    if isinstance(value, str):
+        return f"ok ({value})"
     return f"ok {', '.join(map(str, value))}"
 
 

@@ -15,7 +15,10 @@ reached each window, not only how many tried.
   consumer leaves the broker.
 - `restart` and `crash` of the broker (model/transitions/reopen.py), on a broker of the check's
   own: the same two windows, and *ack not persisted*, an ack the broker may have applied, which
-  its client sent within the broker's mark-delete persistence interval, which a crash may undo.
+  its client sent within the broker's mark-delete persistence interval, which a crash may undo;
+  and, on a broker with the failpoint (fixtures/broker/failpoint.py), *halted at a cursor persist*:
+  the crash struck as the broker persisted the cursor for an ack it had applied (the crash op's
+  completion says so), the window reached on purpose rather than by timing.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ CRASH = "crash"
 UNFLUSHED_ACK = "unflushed ack"
 HELD_UNACKNOWLEDGED = "held unacknowledged"
 ACK_NOT_PERSISTED = "ack not persisted"
+HALTED_AT_PERSIST = "halted at a cursor persist"
 # Each fault's op kind (model/history.py's name) and the windows it can reach, in report order.
 WINDOWS: dict[str, tuple[str, ...]] = {CRASH_CLIENT: (UNFLUSHED_ACK, HELD_UNACKNOWLEDGED),
                                        CUT_NETWORK: (UNFLUSHED_ACK, HELD_UNACKNOWLEDGED),
@@ -45,19 +49,25 @@ OWN_BROKER = frozenset({CUT_NETWORK, RESTART, CRASH})
 # The op kinds a program needs for a window to be reachable at all (one of them).
 NEEDS: dict[str, tuple[str, ...]] = {UNFLUSHED_ACK: ("acknowledge", "acknowledge_cumulative"),
                                      HELD_UNACKNOWLEDGED: ("receive",),
-                                     ACK_NOT_PERSISTED: ("acknowledge", "acknowledge_cumulative")}
+                                     ACK_NOT_PERSISTED: ("acknowledge", "acknowledge_cumulative"),
+                                     HALTED_AT_PERSIST: ("acknowledge", "acknowledge_cumulative")}
+# The windows only a target with the failpoint can reach, after the fault's others.
+FAILPOINT_WINDOWS: dict[str, tuple[str, ...]] = {CRASH: (HALTED_AT_PERSIST,)}
 _ACKS = (o.Acknowledge, o.AcknowledgeCumulative)
 
 
-def windows_for(fault: str, kinds: tuple[str, ...]) -> tuple[str, ...]:
+def windows_for(fault: str, kinds: tuple[str, ...], *, failpoint: bool = False) -> tuple[str, ...]:
     """The windows of `fault` a program of these op kinds can reach (a check without an ack op
-    has no unflushed ack to crash on)."""
-    return tuple(w for w in WINDOWS[fault] if set(NEEDS[w]) & set(kinds))
+    has no unflushed ack to crash on); `failpoint`: on a broker that halts at a cursor persist."""
+    windows = WINDOWS[fault] + (FAILPOINT_WINDOWS.get(fault, ()) if failpoint else ())
+    return tuple(w for w in windows if set(NEEDS[w]) & set(kinds))
 
 
-def windows_reached(state: State, op: o.Op, history: list[tuple[o.Op, o.Completion]]) -> tuple[str, ...]:
+def windows_reached(state: State, op: o.Op, history: list[tuple[o.Op, o.Completion]],
+                    completion: o.Completion | None = None) -> tuple[str, ...]:
     """The windows of `op`'s fault it reached in `state`, the model's state before it, `history`
-    the ops before it. The fault strikes when it is invoked, right after the last completion
+    the ops before it, `completion` its own (whether the broker halted at a cursor persist is the
+    target's to say). The fault strikes when it is invoked, right after the last completion
     (`state.now`): how long it takes to complete (a new client process to start, the cut itself) does
     not count.
     Empty for an op that is no fault."""
@@ -80,5 +90,8 @@ def windows_reached(state: State, op: o.Op, history: list[tuple[o.Op, o.Completi
             isinstance(past, _ACKS) and c.outcome is o.Outcome.OK
             and grouping < state.now - c.at <= grouping + MARK_DELETE_PERSIST_MS for past, c in history):
         reached.append(ACK_NOT_PERSISTED)
+    if completion is not None and completion.value == HALTED_AT_PERSIST \
+            and HALTED_AT_PERSIST in FAILPOINT_WINDOWS.get(FAULT_OPS[type(op)], ()):
+        reached.append(HALTED_AT_PERSIST)
     return tuple(reached)
 

@@ -10,7 +10,13 @@ of its earlier persisted states, possibly as far back as the subscription's init
 individual acks applied and visible in internalStats were all gone after the crash); it never
 comes back with an ack it did not have, and every message it does not show as acknowledged is
 delivered again. Acknowledgement is at-least-once across a crash.
+
+The window that makes it so is reached on purpose by a failpoint (fixtures/broker/failpoint.py):
+the broker halts as it persists the cursor for one ack, which it has applied in memory. That ack
+is gone after the restart and its message comes again; what the cursor had persisted before stays.
 """
+
+import time
 
 import pulsar
 import pytest
@@ -20,6 +26,9 @@ from fixtures.pulsar import drain, poll, position_of
 pytestmark = pytest.mark.broker
 
 SUBSCRIPTION = "persistence"
+# The broker persists a cursor at most once a second (managedLedgerDefaultMarkDeleteRateLimit=1.0):
+# an ack after that long is persisted at once, not left for the periodic flush.
+MARK_DELETE_PERMIT_S = 1.2
 COUNT = 12
 ACK_CUMULATIVE_UP_TO = 3  # messages 1..3 by one cumulative ack
 ACK_INDIVIDUALLY = (5, 6, 9, 12)  # holes above markDeletePosition
@@ -89,11 +98,37 @@ def test_a_crash_brings_the_cursor_back_to_an_earlier_state_and_redelivers_what_
     topic = names.topic()
     positions, acked, before = _ack_and_confirm(pulsar_broker, pulsar_client, topic)
     broker.crash()
+    after = _lost_acks_come_again(pulsar_broker, pulsar_client, topic, positions, acked)
+    assert after.mark_delete_position <= before.mark_delete_position
+
+
+@pytest.mark.restarts_broker
+@pytest.mark.crashes_broker
+@pytest.mark.guarantee("cursor", "no-loss")
+def test_an_ack_applied_but_not_yet_persisted_is_lost_by_a_crash_and_its_message_comes_again(
+        pulsar_broker, pulsar_client, names):
+    broker = pulsar_broker.require_failpoint()
+    topic = names.topic()
+    positions, acked, before = _ack_and_confirm(pulsar_broker, pulsar_client, topic)
+    consumer = pulsar_client.subscribe(topic, SUBSCRIPTION, consumer_type=pulsar.ConsumerType.Exclusive)
+    held = {int(m.data()): m for m in drain(consumer, idle_ms=500)}
+    last = min(held)  # the first message not acknowledged yet
+    time.sleep(MARK_DELETE_PERMIT_S)
+
+    halted = broker.crash_at_persist(topic, within_s=10, trigger=lambda: consumer.acknowledge(held[last]))
+    consumer.close()
+
+    assert halted, "the broker did not halt at the persist of the cursor for the ack"
+    after = _lost_acks_come_again(pulsar_broker, pulsar_client, topic, positions, acked)
+    assert not after.is_acknowledged(positions[last]), "the ack the broker was persisting survived its crash"
+
+
+def _lost_acks_come_again(pulsar_broker, pulsar_client, topic, positions, acked):
+    """After a crash: the cursor has no ack beyond `acked`, and every message it does not show
+    acknowledged comes again, in order. Returns the cursor."""
     after = pulsar_broker.admin.cursor(topic, SUBSCRIPTION)
     survived = {n for n in positions if after.is_acknowledged(positions[n])}
-    lost = sorted(acked - survived)
-
-    assert after.mark_delete_position <= before.mark_delete_position
     assert survived <= acked, "after a crash the cursor may only have lost acks, never gained one"
     assert _redelivered(pulsar_client, topic) == [n for n in sorted(positions) if n not in survived], \
-        f"acks the crash lost: {lost}"
+        f"acks the crash lost: {sorted(acked - survived)}"
+    return after

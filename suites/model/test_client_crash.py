@@ -12,8 +12,9 @@ import pytest
 
 from model import cursor as cur
 from model import ops as o
-from model.faults import (ACK_NOT_PERSISTED, CRASH_CLIENT, HELD_UNACKNOWLEDGED, MARK_DELETE_PERSIST_MS, UNFLUSHED_ACK,
-                          windows_for, windows_reached)
+from model.faults import (ACK_NOT_PERSISTED, CRASH_CLIENT, HALTED_AT_PERSIST, HELD_UNACKNOWLEDGED, MARK_DELETE_PERSIST_MS,
+                          UNFLUSHED_ACK, windows_for, windows_reached)
+from model.faults import CRASH as BROKER_CRASH
 from model.guarantees import Guarantee
 from model.nondet import apply, check_nothing_lost, start
 from model.spec import Spec, SubscriptionType
@@ -153,6 +154,20 @@ def test_a_broker_crash_reaches_an_ack_it_may_not_have_persisted():
     assert windows_reached(state, o.Restart(), history) == (HELD_UNACKNOWLEDGED,)
     persisted = history + [(o.Tick(ms=MARK_DELETE_PERSIST_MS), o.ok(at=10 + flushed + MARK_DELETE_PERSIST_MS))]
     assert windows_reached(_state(SHARED, persisted), o.Crash(), persisted) == (HELD_UNACKNOWLEDGED,)
+
+
+def test_a_broker_crash_at_a_cursor_persist_is_the_targets_to_tell():
+    # The model cannot know when the broker persists; a broker with the failpoint says it halted
+    # at a persist in the crash's completion (fixtures/broker/failpoint.py), and only a crash can.
+    history = received(2) + [(o.Acknowledge(consumer="c0", message=m(0)), o.ok(at=10))]
+    state = _state(SHARED, history)
+    halted = o.ok(HALTED_AT_PERSIST, at=20)
+    assert HALTED_AT_PERSIST in windows_reached(state, o.Crash(), history, halted)
+    assert HALTED_AT_PERSIST not in windows_reached(state, o.Crash(), history, o.ok(at=20))
+    assert HALTED_AT_PERSIST not in windows_reached(state, o.Restart(), history, halted)
+    kinds = ("send", "subscribe", "receive", "acknowledge", "crash")
+    assert HALTED_AT_PERSIST in windows_for(BROKER_CRASH, kinds, failpoint=True)
+    assert HALTED_AT_PERSIST not in windows_for(BROKER_CRASH, kinds), "offered only where the broker can halt so"
 
 
 def test_a_check_is_offered_only_the_windows_its_ops_can_reach():

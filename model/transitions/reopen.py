@@ -79,6 +79,10 @@ def reopen(state: State, *, persisted: bool) -> Result:
     test_a_crash_brings_the_cursor_back_to_an_earlier_state_and_redelivers_what_it_lost).
     """
     rewinds_at_reconnect = _rewinds_at_reconnect(state)
+    # Without a consumer connected or reconnecting no receiver queue holds a copy: what is
+    # available is dispatched once by the new dispatcher, as it would have been by the old one
+    # (shown by test_fidelity_broker::test_messages_no_consumer_had_come_once_after_an_unload).
+    queued_anywhere = any(c.connected or c.reconnecting for c in state.consumers)
     changed = {}
     for message in state.messages:
         if message.status is ACKED:
@@ -113,8 +117,9 @@ def reopen(state: State, *, persisted: bool) -> Result:
                 asked_again = 1
                 if state.spec.subscription_type.tracks_redelivery_count:
                     queued_hi = max(queued_hi, 1)
-            changed[message.id] = message.with_(extra_deliveries=message.extra_deliveries + 1 + asked_again,
-                                                never_dispatched=False,
+            handed_back = int(queued_anywhere or message.status is not AVAILABLE)
+            changed[message.id] = message.with_(extra_deliveries=message.extra_deliveries + handed_back + asked_again,
+                                                never_dispatched=message.never_dispatched and not handed_back,
                                                 redelivery_from=None, redelivery_by=None, count_lo=0, count_hi=queued_hi)
     state = unstall(replace_messages(state, changed))
     # The consumers reconnect; what their clients flush meanwhile may be dropped (reconnect.py).

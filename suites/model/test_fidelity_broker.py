@@ -153,6 +153,20 @@ def test_an_unload_keeps_acks_and_the_reconnected_consumer_gets_the_unacked_agai
     assert m(1) not in again
 
 
+@pytest.mark.guarantee("no-duplicate-without-cause", "redelivery-count")
+def test_messages_no_consumer_had_come_once_after_an_unload(pulsar_target, names):
+    """No receiver queue held them at the unload: the new dispatcher sends each once, and a nacked
+    one comes back after its delay with count 1, once."""
+    run = _program(pulsar_target, names, SHARED)
+    _publish(run, 3)
+    run.do(o.ReadCursor())  # the subscription exists (the harness made it), no consumer is connected
+    run.do(o.Unload())
+    run.do(o.Subscribe(consumer="a"))
+    assert [d.message for d in run.drain("a", idle_ms=500)] == [m(0), m(1), m(2)]
+    run.do(o.NegativeAcknowledge(consumer="a", message=m(0)))
+    assert [(d.message, d.redelivery_count) for d in run.drain("a", idle_ms=1000)] == [(m(0), 1)]
+
+
 @pytest.mark.guarantee("ack")
 def test_a_failover_standby_may_acknowledge_cumulatively_for_the_subscription(pulsar_target, names):
     """Open question D1: acks belong to the subscription, not to a consumer. Observed on 4.0.7: a

@@ -148,6 +148,22 @@ def test_acks_survive_unload_and_may_be_lost_in_a_crash():
     assert run(SHARED, after_crash).ok, "a crash may undo an ack; the message then comes back"
 
 
+def test_with_no_consumer_at_a_reopening_what_was_published_comes_once():
+    # No receiver queue held a copy: the new dispatcher sends each message once, as the old one
+    # would have (a nacked message is back only after its delay, at most once).
+    for reopening in (o.Unload(), o.Restart(), o.Crash()):
+        program = [*send(2), (reopening, o.ok()), (o.Subscribe(consumer="a"), o.ok()), got("a", m(0)), got("a", m(1))]
+        assert run(SHARED, program).ok
+        assert run(SHARED, program + [got("a", m(0))]).violation.guarantee is Guarantee.NO_DUPLICATE_WITHOUT_CAUSE
+        nacked = program + [(o.NegativeAcknowledge(consumer="a", message=m(0)), o.ok())]
+        assert run(SHARED, nacked + [got("a", m(0), count=1)]).violation, "back before the nack delay"
+        assert run(SHARED, nacked + [(o.Tick(ms=300), o.ok(at=300)), got("a", m(0), count=1, at=300)]).ok
+    # A consumer connected at the unload may have had them in its receiver queue: a copy may come
+    # from there besides the new dispatcher's.
+    queued = [*send(2), (o.Subscribe(consumer="a"), o.ok()), (o.Unload(), o.ok()), got("a", m(0)), got("a", m(0))]
+    assert run(SHARED, queued).ok
+
+
 def test_describers_read_as_a_story():
     assert describe_op(o.AcknowledgeCumulative(consumer="a", message=m(3))) == "a: acknowledge_cumulative m3"
     assert describe_op(o.Send(keys=("x", "y"), batched=True)) == "send batch of 2 (keys ['x', 'y'])"

@@ -61,8 +61,9 @@ BASE_WEIGHT = 2
 CRASH_WEIGHT = 1  # a client crash or a network cut outside its windows: half what any other kind is worth
 JUST_ACKED = 8  # what a crash or a cut is worth more right after an acknowledge left an ack pending
 # What an observation is worth more right after the op whose effect it shows: a receive after a
-# tick, a cursor read after an unload.
+# tick, a cursor read after an unload or after an ack with its receipt.
 LOOK = 8
+_ACKS = (o.Acknowledge, o.AcknowledgeCumulative)
 TICKETS = 1 << 12  # the range of the draw that picks a kind by weight
 # Under a dead-letter policy: how many more copies of a counted held message a nack's candidates
 # carry, and half the nack's weight bonus while a held message is not nacked yet.
@@ -197,6 +198,10 @@ def weight(state: State, kind: str, *, last: o.Op | None = None) -> int:
             if kind == "read_cursor" and isinstance(last, o.Unload):
                 # What the reloaded cursor kept of its holes shows at once to a read, before more
                 # acks move it.
+                bonus += LOOK
+            if kind == "read_cursor" and state.spec.ack_receipts and isinstance(last, _ACKS):
+                # An ack that returned with its receipt is in the cursor at once: a read right
+                # after it sees whether it is (or whether the client held it, reconnecting).
                 bonus += LOOK
         case "tick":
             bonus = 2

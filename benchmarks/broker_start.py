@@ -1,11 +1,13 @@
-"""Broker start-up figures: cold (jars not resolved yet), warm, graceful restart, crash, and memory.
+"""Broker start-up figures: cold (jars not resolved yet), warm, graceful restart, crash, and memory,
+each with the failpoint's Byteman agent loaded (fixtures/broker/failpoint.py) beside without it.
 
     python -m benchmarks.broker_start [--pulsar-version X.Y.Z] [--runs 3] [--skip-cold]
 
 Cold resolves the class path into an empty Maven repository and an empty `.pulsar/dist`, so it
 measures the download from Maven Central too. Warm starts on jars already resolved, with fresh
 data. Resident memory is the broker JVM's VmRSS once usable and after publishing and consuming
-2,000 messages.
+2,000 messages. The runs with and without the agent alternate, so that a loaded machine weighs on
+both alike.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pathlib import Path
 
 from fixtures.broker import Broker, BrokerConfig, free_port
 from fixtures.broker.config import default_version
+from fixtures.broker.failpoint import agent_jar, fetch_agent
 from fixtures.broker.provision import resolve
 
 
@@ -70,28 +73,40 @@ def main() -> None:
         print(f"cold resolve from Maven Central : {cold:6.1f}  ({jars} jars, {size:.0f} MiB)")
     resolve(version)
 
-    starts, restarts, crashes, stops, rss_idle, rss_busy = [], [], [], [], [], []
+    fetch_agent()
+    figures = {with_agent: {name: [] for name in ("start", "restart", "crash", "stop", "rss_idle", "rss_busy")}
+               for with_agent in (True, False)}
     with tempfile.TemporaryDirectory() as scratch:
-        root = Path(scratch)
-        (root / "dist").symlink_to(BrokerConfig().root / "dist", target_is_directory=True)
+        roots = {}
+        for with_agent in (True, False):
+            root = roots[with_agent] = Path(scratch) / ("with" if with_agent else "without")
+            root.mkdir()
+            (root / "dist").symlink_to(BrokerConfig().root / "dist", target_is_directory=True)
+            if with_agent:
+                agent_jar(root).parent.mkdir(parents=True)
+                agent_jar(root).symlink_to(agent_jar())
         for _ in range(args.runs):
-            broker = Broker(BrokerConfig(version=version, root=root, instance="bench",
-                                         broker_port=free_port(), web_port=free_port()))
-            starts.append(_timed(lambda: broker.start(fresh=True)))
-            rss_idle.append(_rss_mib(broker.status().pid))
-            _workload(broker.config.service_url)
-            rss_busy.append(_rss_mib(broker.status().pid))
-            restarts.append(_timed(broker.restart))
-            crashes.append(_timed(broker.crash))
-            stops.append(_timed(broker.stop))
+            for with_agent, root in roots.items():
+                got = figures[with_agent]
+                broker = Broker(BrokerConfig(version=version, root=root, instance="bench",
+                                             broker_port=free_port(), web_port=free_port()))
+                got["start"].append(_timed(lambda: broker.start(fresh=True)))
+                assert broker.has_failpoint() == with_agent
+                got["rss_idle"].append(_rss_mib(broker.status().pid))
+                _workload(broker.config.service_url)
+                got["rss_busy"].append(_rss_mib(broker.status().pid))
+                got["restart"].append(_timed(broker.restart))
+                got["crash"].append(_timed(broker.crash))
+                got["stop"].append(_timed(broker.stop))
     median = statistics.median
-    print(f"warm start to usable (fresh data): {median(starts):6.1f}  (min {min(starts):.1f}, max {max(starts):.1f})")
-    print(f"graceful restart (stop + start)  : {median(restarts):6.1f}")
-    print(f"crash (kill -9 + start)          : {median(crashes):6.1f}")
-    print(f"graceful stop                    : {median(stops):6.1f}")
-    print(f"resident memory once usable      : {median(rss_idle):6.0f} MiB")
-    print(f"resident memory after 2k msgs    : {median(rss_busy):6.0f} MiB")
-
+    rows = (("warm start to usable (fresh data)", "start", "s"), ("graceful restart (stop + start)", "restart", "s"),
+            ("crash (kill -9 + start)", "crash", "s"), ("graceful stop", "stop", "s"),
+            ("resident memory once usable", "rss_idle", "MiB"), ("resident memory after 2k msgs", "rss_busy", "MiB"))
+    print(f"{'':34s} {'with the failpoint':>20s} {'without':>12s}")
+    for label, name, unit in rows:
+        cells = [f"{median(figures[w][name]):.1f} {unit}" if unit == "s" else f"{median(figures[w][name]):.0f} {unit}"
+                 for w in (True, False)]
+        print(f"{label:34s} {cells[0]:>20s} {cells[1]:>12s}")
 
 if __name__ == "__main__":
     main()

@@ -88,7 +88,7 @@ def main() -> None:
         for _ in range(args.runs):
             for with_agent, root in roots.items():
                 got = figures[with_agent]
-                broker = Broker(BrokerConfig(version=version, root=root, instance="bench",
+                broker = Broker(BrokerConfig(version=version, root=root, instance="bench", failpoint=with_agent,
                                              broker_port=free_port(), web_port=free_port()))
                 got["start"].append(_timed(lambda: broker.start(fresh=True)))
                 assert broker.has_failpoint() == with_agent

@@ -95,7 +95,8 @@ def test_waiting_for_ports_returns_once_they_are_free_and_names_a_holder_that_st
 def test_a_crashed_broker_starts_again_without_the_sessions_it_left(tmp_path):
     shared_dist = BrokerConfig().root / "dist"
     (tmp_path / "dist").symlink_to(shared_dist, target_is_directory=True)
-    broker = Broker(BrokerConfig(root=tmp_path, instance="crash", broker_port=free_port(), web_port=free_port()))
+    broker = Broker(BrokerConfig(root=tmp_path, instance="crash", broker_port=free_port(), web_port=free_port(),
+                                 failpoint=False))
     broker.start(fresh=True)
     try:
         broker.admin.create_topic("persistent://public/default/before-the-crash")

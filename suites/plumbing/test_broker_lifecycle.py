@@ -11,10 +11,12 @@ from fixtures.broker.provision import resolve
 
 
 def _config(tmp_path, **changes):
-    # A private root, with the real resolved jars linked in, so nothing of the user's brokers is touched.
+    # A private root, with the real resolved jars linked in, so nothing of the user's brokers is
+    # touched; without the failpoint, whose agent the private root has not got (fixtures/broker/failpoint.py).
     shared_dist = BrokerConfig().root / "dist"
     (tmp_path / "dist").symlink_to(shared_dist, target_is_directory=True)
-    return BrokerConfig(root=tmp_path, instance="lifecycle", broker_port=free_port(), web_port=free_port(), **changes)
+    return BrokerConfig(root=tmp_path, instance="lifecycle", broker_port=free_port(), web_port=free_port(),
+                        **{"failpoint": False, **changes})
 
 
 def test_missing_java_is_named(tmp_path, monkeypatch):

@@ -49,3 +49,28 @@ def test_a_broker_started_without_the_agent_says_how_to_get_it(tmp_path, monkeyp
     with pytest.raises(BrokerError, match="without the failpoint.*fixtures.broker resolve"):
         broker.crash_at_persist("persistent://public/default/t", within_s=1)
     assert not failpoint.armed_file(broker.home).exists(), "nothing armed on a broker that cannot halt"
+
+
+def test_a_start_fetches_the_agent_or_goes_on_without_it_saying_why(tmp_path, monkeypatch):
+    said = []
+    broker = Broker(BrokerConfig(instance="fetching", root=tmp_path))
+    fetched = []
+
+    def fetch(root):
+        fetched.append(root)
+        failpoint.agent_jar(root).parent.mkdir(parents=True, exist_ok=True)
+        failpoint.agent_jar(root).write_bytes(b"")
+        return failpoint.agent_jar(root)
+
+    monkeypatch.setattr(failpoint, "fetch_agent", fetch)
+    assert broker._failpoint_args(said.append) == failpoint.jvm_args(broker.home, tmp_path) != []
+    assert fetched == [tmp_path] and said == []
+
+    def refused(root):
+        raise BrokerError("Maven (mvn) is not on PATH")
+
+    monkeypatch.setattr(failpoint, "fetch_agent", refused)
+    failpoint.agent_jar(tmp_path).unlink()
+    assert broker._failpoint_args(said.append) == []
+    assert said == ["the broker starts without the failpoint (a crash at a cursor's persist): Maven (mvn) is not on PATH"]
+    assert Broker(BrokerConfig(instance="without", root=tmp_path, failpoint=False))._failpoint_args(said.append) == []

@@ -162,7 +162,9 @@ def weight(state: State, kind: str, *, last: o.Op | None = None) -> int:
         # What a tick let come (a redelivery whose window opened, a Failover pause over) shows
         # only to a receive: before the next tick or a drain past every window, or never.
         return BASE_WEIGHT + LOOK * isinstance(last, o.Tick)
-    if kind in ("send", "subscribe", DRAIN, "acknowledge"):
+    if kind == "acknowledge":
+        return BASE_WEIGHT + _while_reconnecting(state)
+    if kind in ("send", "subscribe", DRAIN):
         return BASE_WEIGHT
     if kind in ("crash_client", "cut_network", "restart", "crash"):
         pending = any(c.pending_acks for c in state.consumers if c.connected)
@@ -194,7 +196,7 @@ def weight(state: State, kind: str, *, last: o.Op | None = None) -> int:
         case "close" | "redeliver_unacknowledged_messages":
             bonus = 2 * bool(held) + 2 * (pending or queued)
         case "read_cursor" | "acknowledge_cumulative":
-            bonus = 2 * pending + 2 * holes
+            bonus = 2 * pending + 2 * holes + (kind == "acknowledge_cumulative") * _while_reconnecting(state)
             if kind == "read_cursor" and isinstance(last, o.Unload):
                 # What the reloaded cursor kept of its holes shows at once to a read, before more
                 # acks move it.
@@ -208,6 +210,14 @@ def weight(state: State, kind: str, *, last: o.Op | None = None) -> int:
         case _:
             bonus = 0
     return BASE_WEIGHT + bonus
+
+
+def _while_reconnecting(state: State) -> int:
+    """What an ack is worth more while a consumer holding messages may still be reconnecting: the
+    client's next flush without a connection may drop it (model/transitions/reconnect.py), a window
+    that closes at the consumer's next message."""
+    reconnecting = {c.name for c in state.connected() if c.reconnecting}
+    return LOOK * any(m.status is HELD and m.holder in reconnecting for m in state.messages)
 
 
 def _counted(state: State, message_id: o.MessageId) -> bool:

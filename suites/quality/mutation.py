@@ -20,7 +20,8 @@ worker process bounded by a timeout. Outcomes:
 - not viable: the mutant package does not import, the run crashed (an exception other than a
   conformance failure), or it ran past the timeout.
 The score is killed / (killed + survived); the strict score counts the allowed as survivors too.
-Writes mutation.json and mutation.md to `--out`.
+Writes mutation.json and mutation.md to `--out`; `--record reports/mutation-score.json` also keeps the
+sample's score where the guarantees table (reports/guarantees.py) reads it.
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ NOT_IMPORTED, CRASHED, TIMED_OUT = "not viable: import", "not viable: crash", "n
 OUTCOMES = (KILLED, SURVIVED, ALLOWED, EQUIVALENT, NOT_IMPORTED, CRASHED, TIMED_OUT)
 EQUIVALENCE_PROGRAMS = 3000
 SNAPSHOT = "model-snapshot"
+RECORD = "reports/mutation-score.json"  # the latest sample's score, kept in the repository (--record)
 TIMEOUT_S = 300  # CPU seconds: a survivor's whole catalog and equivalence run take about 80
 
 _PROGRAMS: list[equivalence.Program] = []  # made once in the parent, shared by the forked workers
@@ -206,6 +208,14 @@ def summarize(results: list[dict], *, total: int, meta: dict) -> dict:
             "mutants": results}
 
 
+def record_of(report: dict) -> dict:
+    """What the project keeps of a sample's run (RECORD): where and how it ran, its counts and
+    score, per guarantee; the mutants themselves stay in the run's own mutation.json."""
+    keys = ("date", "commit", "command", "profile", "sample", "mutants_total", "mutants_run", "counts", "score",
+            "strict_score", "median_seconds_to_kill", "per_guarantee")
+    return {key: report[key] for key in keys} | {"survivors": [r["id"] for r in report["survivors"]]}
+
+
 def markdown(report: dict) -> str:
     counts = report["counts"]
     score = report["score"]
@@ -287,7 +297,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="run only the mutants whose id (file:line:operator:original -> mutated) contains "
                              "TEXT (repeatable), all of them, unsampled")
     parser.add_argument("--out", type=Path, default=Path("reports/out/mutation"))
+    parser.add_argument("--record", type=Path, default=None, metavar="PATH",
+                        help=f"also write the score's summary there (the project keeps its latest sample's in "
+                             f"{RECORD}, which `python -m reports.guarantees` puts in the guarantees table)")
     args = parser.parse_args(argv)
+    if args.record is not None and args.only:
+        parser.error("--record keeps a sample's score: a run of --only mutants is no sample")
     # Stopped early (Ctrl-C, or SIGTERM: a background run ignores SIGINT), the report covers the
     # mutants done so far.
     signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -314,6 +329,8 @@ def main(argv: list[str] | None = None) -> int:
         "sample": min(args.sample or len(every), len(every))})
     (args.out / "mutation.json").write_text(json.dumps(report, indent=1, default=str))
     (args.out / "mutation.md").write_text(markdown(report))
+    if args.record is not None:
+        args.record.write_text(json.dumps(record_of(report), indent=1) + "\n")
     print(markdown(report).split("## Per guarantee")[0])
     return 0
 

@@ -8,6 +8,7 @@ report's counts add up.
 """
 
 import ast
+import json
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -22,7 +23,7 @@ from model.spec import Spec, SubscriptionType
 from suites.conformance.catalog import check
 from suites.quality import equivalence
 from suites.quality.mutation import (
-    ALLOWED, CRASHED, EQUIVALENT, KILLED, NOT_IMPORTED, SURVIVED, TIMED_OUT, run_mutant, summarize)
+    ALLOWED, CRASHED, EQUIVALENT, KILLED, NOT_IMPORTED, SURVIVED, TIMED_OUT, record_of, run_mutant, summarize)
 from suites.quality.mutator import MODEL, OPERATORS, Mutant, build, edited, load, mutants_of
 
 RULE = '''
@@ -184,3 +185,22 @@ def test_the_report_counts_add_up():
     assert report["per_guarantee"] == {"no-loss": {KILLED: 2}, "cursor": {KILLED: 1},
                                        "untold": {SURVIVED: 1, ALLOWED: 1}}
     assert [r["number"] for r in report["survivors"]] == [3] and [r["number"] for r in report["allowed"]] == [8]
+
+
+def test_the_recorded_score_is_what_the_guarantees_table_reads(tmp_path):
+    from model.guarantees import Guarantee
+    from reports.guarantees import MUTATION, mutation_score
+
+    results = [{"number": n, "id": f"m{n}", "outcome": outcome, "module": "model.simulate", "rule_guarantees": [],
+                "function": "f", "seconds": 1.0, "cpu_seconds": 1.0, "guarantee": guarantee}
+               for n, (outcome, guarantee) in enumerate([(KILLED, "no-loss"), (KILLED, "no-loss"), (KILLED, "cursor"),
+                                                         (SURVIVED, "no-loss"), (EQUIVALENT, None)])]
+    meta = {"date": "2026-01-02", "commit": "abc1234", "profile": "ci", "sample": 5,
+            "command": f"python -m suites.quality.mutation --sample 5 --record {MUTATION}"}
+    (tmp_path / MUTATION).parent.mkdir(parents=True)
+    (tmp_path / MUTATION).write_text(json.dumps(record_of(summarize(results, total=9, meta=meta))))
+    score = mutation_score(tmp_path)
+    assert (score.killed, score.survived, score.commit) == (3, 1, "abc1234")
+    assert score.of(Guarantee.NO_LOSS) == (2, 1) and score.of(Guarantee.CURSOR) == (1, 0)
+    assert score.of(Guarantee.ORDER) == (0, 0)
+    assert "3 of 4 were killed (75%)" in score.summary() and "--record" not in score.summary()

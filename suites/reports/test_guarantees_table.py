@@ -111,3 +111,17 @@ def test_every_broker_test_names_its_guarantee(tmp_path):
     assert "suites/broker/test_new.py::test_unmarked has no @pytest.mark.guarantee" in str(raised.value)
     assert "test_wrong marks no-ghost, not a guarantee" in str(raised.value)
     assert "test_marked" not in str(raised.value)
+
+
+def test_the_mutants_column_is_the_recorded_sample_s_and_a_missing_record_names_its_command(tmp_path):
+    score = table.mutation_score()
+    readme = (ROOT / README).read_text()
+    killed, survived = score.of(Guarantee.NO_LOSS)
+    assert f"| {killed} of {killed + survived} |" in readme.split(f"[`{Guarantee.NO_LOSS.value}`]")[1].splitlines()[0]
+    assert score.summary() in readme
+    with pytest.raises(MissingInterface, match="mutation-score.json is missing or malformed.*--record"):
+        table.mutation_score(tmp_path)
+    (tmp_path / table.MUTATION).parent.mkdir(parents=True)
+    (tmp_path / table.MUTATION).write_text('{"commit": "abc"}')
+    with pytest.raises(MissingInterface, match="KeyError"):
+        table.mutation_score(tmp_path)

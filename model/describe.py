@@ -41,6 +41,8 @@ def describe_op(op: o.Op) -> str:
             return "crash client (kill -9)"
         case o.CutNetwork(ms=ms):
             return f"cut the network for {ms} ms"
+        case o.StallNetwork(ms=ms):
+            return f"stall the network for {ms} ms"
         case o.ReadCursor():
             return "read cursor"
     raise TypeError(f"unknown op {op!r}")

@@ -136,12 +136,24 @@ class CutNetwork:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class StallNetwork:
+    """Let nothing pass between the clients and the broker for `ms` milliseconds, then everything
+    held, in order, through the proxy in front of the broker (fixtures/network.py): a short
+    partition as TCP lives it, the connections kept and every byte late, none lost. The program
+    waits it out; what the clients' timers sent meanwhile (a grouped ack's flush, a nack's
+    redelivery request) reaches the broker when it ends, and what the broker sent reaches them."""
+
+    ms: int = 300
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ReadCursor:
     """Read the subscription's cursor from the broker (internalStats)."""
 
 
 Op = (Send | Subscribe | Receive | Acknowledge | AcknowledgeCumulative | NegativeAcknowledge
-      | RedeliverUnacknowledgedMessages | Close | Seek | Tick | Unload | Restart | Crash | CrashClient | CutNetwork | ReadCursor)
+      | RedeliverUnacknowledgedMessages | Close | Seek | Tick | Unload | Restart | Crash | CrashClient | CutNetwork
+      | StallNetwork | ReadCursor)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -45,7 +45,7 @@ def respond(state: State, op: o.Op, rng: random.Random) -> o.Completion:
             return o.ok(pick_delivery(state, consumer), at=at)
         case o.AcknowledgeCumulative() if not state.spec.subscription_type.allows_cumulative_ack:
             return o.fail("CumulativeAcknowledgementNotAllowedError", at=at)
-        case o.Tick(ms=ms) | o.CutNetwork(ms=ms):
+        case o.Tick(ms=ms) | o.CutNetwork(ms=ms) | o.StallNetwork(ms=ms):
             return o.ok(at=at + ms)
         case o.ReadCursor():
             return o.ok(broker_cursor(state), at=at)

@@ -136,6 +136,18 @@ def _cut_network(state: State) -> tuple[o.Op, ...]:
     return _CUT_NETWORK if any(c.connected for c in state.consumers) else ()
 
 
+# Longer than the clients' ack grouping time (100 ms) and the catalog's nack delay (100 ms), so that
+# a flush or a redelivery request falls inside a stall that follows an ack or a nack; far shorter
+# than the keep-alive interval (30 s), past which a stall becomes a cut.
+STALL_MS = 300
+_STALL_NETWORK = (o.StallNetwork(ms=STALL_MS),)
+
+
+def _stall_network(state: State) -> tuple[o.Op, ...]:
+    """A stall while some consumer is connected: with none, it stalls only a producer."""
+    return _STALL_NETWORK if any(c.connected for c in state.consumers) else ()
+
+
 CANDIDATES: dict[str, Callable[[State], tuple[o.Op, ...]]] = {
     "send": _send,
     "subscribe": _subscribe,
@@ -153,15 +165,17 @@ CANDIDATES: dict[str, Callable[[State], tuple[o.Op, ...]]] = {
     "crash": _lifecycle(o.Crash),
     "crash_client": _crash_client,
     "cut_network": _cut_network,
+    "stall_network": _stall_network,
 }
 
 # How often each kind is drawn by the random generator (Hypothesis chooses its own way). A client
-# crash and a network cut are faults of the conformance programs (suites/generation.py weighs
-# them there); the trace corpora leave them out, so that a seed keeps generating the traces it always did.
+# crash, a network cut and a stall are faults of the conformance programs (suites/generation.py
+# weighs them there); the trace corpora leave them out, so that a seed keeps generating the traces it always did.
 WEIGHTS: dict[str, int] = {
     "send": 8, "subscribe": 2, "receive": 12, "acknowledge": 6, "acknowledge_cumulative": 2, "negative_acknowledge": 2,
     "redeliver_unacknowledged_messages": 1, "close": 1, "seek": 1, "tick": 1, "read_cursor": 2, "unload": 1,
-    "restart": 0, "crash": 0, "crash_client": 0, "cut_network": 0}
+    "restart": 0, "crash": 0, "crash_client": 0, "cut_network": 0,
+    "stall_network": 0}
 
 
 def candidates(state: State, kind: str) -> tuple[o.Op, ...]:

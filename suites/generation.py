@@ -20,7 +20,8 @@ boundary ticks.
   only inside its windows (model/faults.py), most right after an acknowledge whose ack is still
   pending (on a broker the client flushes it within the ack grouping time, so only a crash that
   follows at once finds it unflushed), so that programs reach them without being made of
-  crashes (each costs a new client process on a broker).
+  crashes (each costs a new client process on a broker). A network stall, the same way, and right
+  after a nack too: the redelivery request its delay leads to is sent inside the stall.
 - Looks right after a change: a receive is worth more right after a tick, a cursor read right
   after an unload. A tick to just inside a window shows nothing unless a receive follows it (a
   client that ignored its nack backoff went unseen: its ticks were followed by more nacks and
@@ -166,10 +167,14 @@ def weight(state: State, kind: str, *, last: o.Op | None = None) -> int:
         return BASE_WEIGHT + _while_reconnecting(state)
     if kind in ("send", "subscribe", DRAIN):
         return BASE_WEIGHT
-    if kind in ("crash_client", "cut_network", "restart", "crash"):
+    if kind in ("crash_client", "cut_network", "stall_network", "restart", "crash"):
         pending = any(c.pending_acks for c in state.consumers if c.connected)
-        just_acked = isinstance(last, (o.Acknowledge, o.AcknowledgeCumulative))
+        just_acked = isinstance(last, _ACKS)
         weight_ = CRASH_WEIGHT + JUST_ACKED * (just_acked and pending) + bool(_held(state))
+        if kind == "stall_network":
+            # A stall holds what the clients' timers send: a flush (above) or a nack's redelivery
+            # request, most right after the nack whose delay it outlasts.
+            return weight_ + JUST_ACKED * (isinstance(last, o.NegativeAcknowledge))
         if kind in ("restart", "crash"):
             # Each takes seconds (the broker starts again), and one right after another shows
             # nothing the first did not; a crash is worth more while an ack the broker applied

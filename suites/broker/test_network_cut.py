@@ -14,17 +14,15 @@ finds no connection and drops it, KD-31's mechanism at an unload), so its messag
 
 from __future__ import annotations
 
-import os
 import shutil
 import time
 
 import pulsar
 import pytest
 
-from fixtures.broker.config import default_version
-from fixtures.network import proxied_broker
 from fixtures.pulsar import poll, position_of
 from fixtures.targets.lockstep import Lockstep
+from suites.broker.proxied import acked_and_nacked
 from model import ops as o
 from model.spec import Spec, SubscriptionType
 
@@ -37,32 +35,12 @@ EXCLUSIVE = Spec(subscription_type=SubscriptionType.EXCLUSIVE)
 CUT_S = 1.0  # the clients retry their connection every 100 ms, then back off
 
 
-@pytest.fixture(scope="module")
-def behind_a_proxy(request):
-    version = request.config.getoption("--pulsar-version", default=None) or default_version()
-    with proxied_broker(version, f"pytest-network-{os.getpid()}") as (broker, proxy):
-        yield broker, proxy
-
-
-@pytest.fixture
-def client(behind_a_proxy):
-    from drivers.python.client import new_client
-    from fixtures.pulsar import client_logger
-
-    _, proxy = behind_a_proxy
-    connection = new_client(f"pulsar://127.0.0.1:{proxy.listen}", logger=client_logger(), operation_timeout_seconds=10)
-    yield connection
-    connection.close()
-
-
 def _topic(request) -> str:
     return f"persistent://public/default/{request.node.name.replace('[', '-').replace(']', '')}-{time.time_ns()}"
 
 
 def _cut(proxy) -> None:
-    proxy.cut()
-    time.sleep(CUT_S)
-    proxy.restore()
+    proxy.for_a_while("cut", CUT_S)
 
 
 def _drain(consumer, timeout_ms: int = 3000) -> list[tuple[bytes, int]]:
@@ -78,11 +56,11 @@ def _drain(consumer, timeout_ms: int = 3000) -> list[tuple[bytes, int]]:
 
 @pytest.mark.guarantee("no-redelivery-after-ack", "no-loss", "redelivery-count")
 @pytest.mark.parametrize("kind", [pulsar.ConsumerType.Shared, pulsar.ConsumerType.Exclusive], ids=["Shared", "Exclusive"])
-def test_after_a_cut_what_was_held_comes_again_and_what_was_acked_does_not(behind_a_proxy, client, request, kind):
+def test_after_a_cut_what_was_held_comes_again_and_what_was_acked_does_not(behind_a_proxy, proxied_client, request, kind):
     broker, proxy = behind_a_proxy
     topic = _topic(request)
-    consumer = client.subscribe(topic, SUBSCRIPTION, consumer_type=kind)
-    producer = client.create_producer(topic, batching_enabled=False)
+    consumer = proxied_client.subscribe(topic, SUBSCRIPTION, consumer_type=kind)
+    producer = proxied_client.create_producer(topic, batching_enabled=False)
     first = position_of(producer.send(b"m0"))
     for data in (b"m1", b"m2"):
         producer.send(data)
@@ -96,11 +74,11 @@ def test_after_a_cut_what_was_held_comes_again_and_what_was_acked_does_not(behin
 
 
 @pytest.mark.guarantee("no-redelivery-after-ack", "cursor")
-def test_an_ack_made_while_the_connection_is_cut_never_reaches_the_broker(behind_a_proxy, client, request):
+def test_an_ack_made_while_the_connection_is_cut_never_reaches_the_broker(behind_a_proxy, proxied_client, request):
     broker, proxy = behind_a_proxy
     topic = _topic(request)
-    consumer = client.subscribe(topic, SUBSCRIPTION, consumer_type=pulsar.ConsumerType.Shared)
-    producer = client.create_producer(topic, batching_enabled=False)
+    consumer = proxied_client.subscribe(topic, SUBSCRIPTION, consumer_type=pulsar.ConsumerType.Shared)
+    producer = proxied_client.create_producer(topic, batching_enabled=False)
     first = position_of(producer.send(b"m0"))
     message = consumer.receive(timeout_millis=5000)
     proxy.cut()
@@ -112,11 +90,11 @@ def test_an_ack_made_while_the_connection_is_cut_never_reaches_the_broker(behind
 
 
 @pytest.mark.guarantee("no-loss")
-def test_the_consumers_leave_at_a_cut_and_come_back_after_it(behind_a_proxy, client, request):
+def test_the_consumers_leave_at_a_cut_and_come_back_after_it(behind_a_proxy, proxied_client, request):
     broker, proxy = behind_a_proxy
     topic = _topic(request)
-    consumer = client.subscribe(topic, SUBSCRIPTION, consumer_type=pulsar.ConsumerType.Shared)
-    producer = client.create_producer(topic, batching_enabled=False)
+    consumer = proxied_client.subscribe(topic, SUBSCRIPTION, consumer_type=pulsar.ConsumerType.Shared)
+    producer = proxied_client.create_producer(topic, batching_enabled=False)
     consumers = lambda: broker.admin.subscription_stats(topic, SUBSCRIPTION).consumers  # noqa: E731
     proxy.cut()
     try:
@@ -128,30 +106,14 @@ def test_the_consumers_leave_at_a_cut_and_come_back_after_it(behind_a_proxy, cli
     assert _drain(consumer, timeout_ms=10_000) == [(b"m0", 0)]
 
 
-@pytest.fixture
-def target(behind_a_proxy):
-    from fixtures.targets.pulsar_target import PulsarTarget
-
-    broker, proxy = behind_a_proxy
-    driven = PulsarTarget(f"pulsar://127.0.0.1:{proxy.listen}", broker.config.admin_url, controller=broker,
-                          network=proxy)
-    yield driven
-    driven.close()
-
-
 @pytest.mark.guarantee("no-redelivery-after-ack", "no-loss", "redelivery-count")
 @pytest.mark.parametrize("spec", [SHARED, EXCLUSIVE], ids=["Shared", "Exclusive"])
-def test_the_model_accepts_what_a_cut_leaves(target, request, spec):
+def test_the_model_accepts_what_a_cut_leaves(proxied_target, request, spec):
     """`cut_network` in lock-step with the model (model/transitions/__init__.py: a cut is an unload
     to the clients): an ack flushed before the cut stays, what was held comes again, a nacked
     message's redelivery asked before the cut comes too."""
-    run = Lockstep(target, spec, _topic(request).rsplit("/", 1)[1])
-    run.do(o.Subscribe(consumer="c0"))
-    for _ in range(3):
-        run.do(o.Send())
-    assert [run.receive("c0", timeout_ms=5000).message for _ in range(3)] == [o.MessageId(i) for i in range(3)]
-    run.do(o.Acknowledge(consumer="c0", message=o.MessageId(0)))
-    run.do(o.NegativeAcknowledge(consumer="c0", message=o.MessageId(1)))
+    run = Lockstep(proxied_target, spec, _topic(request).rsplit("/", 1)[1])
+    acked_and_nacked(run)
     run.do(o.Tick(ms=300))  # the ack is flushed, the nack's redelivery asked
     run.do(o.CutNetwork(ms=1000))
     run.do(o.Tick(ms=2000))  # the client's reconnection backs off while the network is cut
@@ -159,7 +121,7 @@ def test_the_model_accepts_what_a_cut_leaves(target, request, spec):
     # What was held comes again; the model allows it (not owed: the application holds it).
     assert again == {o.MessageId(1), o.MessageId(2)}
     # What a stall's failure would show of the broker: c0 is back, the two still in the backlog.
-    state = target.broker.dispatcher_state()
+    state = proxied_target.broker.dispatcher_state()
     assert state.startswith("backlog 2, ") and "consumers: c0: " in state
 
 

@@ -119,6 +119,14 @@ CHECKS = (
     # the cut becomes. On a broker given by URL the suite has no proxy: the cut is left out.
     Check(area="network_cut", kinds=BASE + ("acknowledge", "negative_acknowledge", "read_cursor", "tick", "cut_network"),
           specs=ALL_TYPES, guarantees=EVERY_PROGRAM | ACKS | {G.CURSOR, G.EXCLUSIVE, G.KEY_SHARED_STICKINESS}),
+    # A network stall (nothing passes for a while, then everything held, in order) on the broker of
+    # its own the network cut gets: an ack's flush or a nack's redelivery request held until it
+    # ends. Nothing may be lost and nothing come again: a stall shorter than the keep-alive is a
+    # wait. Each stall costs its length in every program: a slow check, in the nightly run.
+    Check(area="network_stall",
+          kinds=BASE + ("acknowledge", "negative_acknowledge", "read_cursor", "tick", "stall_network"),
+          specs={"Exclusive": EXCLUSIVE, "Shared": SHARED}, slow=True,
+          guarantees=EVERY_PROGRAM | ACKS | {G.CURSOR, G.EXCLUSIVE}),
     # A broker restart (graceful) and crash (kill -9), on the broker of its own the network cut
     # gets: what a restart keeps, and what a crash may undo (an ack not yet persisted), which a
     # cursor read settles; a tick lets an ack leave its client's group before the crash. Each

@@ -1,6 +1,7 @@
 """The network-fault proxy (fixtures/network.py: Toxiproxy, pinned, built with Go) in front of a
 TCP echo server: a cut closes the open connections and refuses new ones until restored, a
-blackhole lets nothing through on a connection that stays open, latency delays each direction,
+stall lets nothing through on a connection that stays open and, once cleared, everything it held
+(in order, nothing lost), latency delays each direction,
 and a server that cannot start or a call it refuses is a clear error. Skipped, saying why, where
 Go is not installed."""
 
@@ -66,13 +67,24 @@ def test_a_cut_closes_the_open_connections_and_refuses_new_ones_until_restored(t
     assert _echoes(_connect(proxy.listen))
 
 
-def test_a_blackhole_passes_nothing_on_an_open_connection_until_cleared(toxiproxy, echo):
-    proxy = toxiproxy.proxy("blackhole", echo)
-    proxy.blackhole()
-    held = _connect(proxy.listen)  # the connection is accepted
-    assert not _echoes(held, timeout_s=0.5)
+def test_a_stall_passes_nothing_on_an_open_connection_and_then_all_it_held_in_order(toxiproxy, echo):
+    proxy = toxiproxy.proxy("stall", echo)
+    connection = _connect(proxy.listen)
+    assert _echoes(connection)
+    proxy.stall()
+    sent = [f"m{i};".encode() for i in range(50)]
+    for chunk in sent:
+        connection.sendall(chunk)
+    connection.settimeout(0.5)
+    with pytest.raises(TimeoutError):
+        connection.recv(4096)  # nothing back while it lasts
     proxy.clear()
-    assert _echoes(_connect(proxy.listen))
+    expected, got = b"".join(sent), b""
+    connection.settimeout(2)
+    while len(got) < len(expected) and (chunk := connection.recv(4096)):
+        got += chunk
+    assert got == expected  # every byte, in order, on the same connection
+    assert _echoes(connection)
 
 
 def test_latency_delays_each_direction(toxiproxy, echo):

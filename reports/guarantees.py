@@ -263,7 +263,7 @@ def mutation_score(root: Path = ROOT) -> MutationScore:
     try:
         record = json.loads(path.read_text())
         return MutationScore(commit=record["commit"], date=record["date"],
-                             command=record["command"].replace(" --record " + MUTATION, ""),
+                             command=record["command"],
                              killed=record["counts"]["killed"], survived=record["counts"]["survived"],
                              per_guarantee={g: dict(c) for g, c in record["per_guarantee"].items()})
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:

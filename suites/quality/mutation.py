@@ -213,7 +213,15 @@ def record_of(report: dict) -> dict:
     score, per guarantee; the mutants themselves stay in the run's own mutation.json."""
     keys = ("date", "commit", "command", "profile", "sample", "mutants_total", "mutants_run", "counts", "score",
             "strict_score", "median_seconds_to_kill", "per_guarantee")
-    return {key: report[key] for key in keys} | {"survivors": [r["id"] for r in report["survivors"]]}
+    # The command as anyone re-runs it: where this run wrote its files is its own.
+    words, command = report["command"].split(), []
+    for word in words:
+        if command and command[-1] in ("--out", "--record"):
+            command.pop()
+        elif not word.startswith(("--out=", "--record=")):
+            command.append(word)
+    return {key: report[key] for key in keys} | {"command": " ".join(command),
+                                                 "survivors": [r["id"] for r in report["survivors"]]}
 
 
 def markdown(report: dict) -> str:

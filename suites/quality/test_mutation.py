@@ -196,11 +196,12 @@ def test_the_recorded_score_is_what_the_guarantees_table_reads(tmp_path):
                for n, (outcome, guarantee) in enumerate([(KILLED, "no-loss"), (KILLED, "no-loss"), (KILLED, "cursor"),
                                                          (SURVIVED, "no-loss"), (EQUIVALENT, None)])]
     meta = {"date": "2026-01-02", "commit": "abc1234", "profile": "ci", "sample": 5,
-            "command": f"python -m suites.quality.mutation --sample 5 --record {MUTATION}"}
+            "command": f"python -m suites.quality.mutation --sample 5 --out /tmp/x --record {MUTATION}"}
     (tmp_path / MUTATION).parent.mkdir(parents=True)
     (tmp_path / MUTATION).write_text(json.dumps(record_of(summarize(results, total=9, meta=meta))))
     score = mutation_score(tmp_path)
     assert (score.killed, score.survived, score.commit) == (3, 1, "abc1234")
     assert score.of(Guarantee.NO_LOSS) == (2, 1) and score.of(Guarantee.CURSOR) == (1, 0)
     assert score.of(Guarantee.ORDER) == (0, 0)
-    assert "3 of 4 were killed (75%)" in score.summary() and "--record" not in score.summary()
+    assert "3 of 4 were killed (75%)" in score.summary()
+    assert "`python -m suites.quality.mutation --sample 5`" in score.summary(), "where the run wrote is its own"

@@ -22,7 +22,8 @@ PROTOCOL = 1
 # The ops a driver performs (the client's side of model/ops.py); the others are the suite's.
 CLIENT_OPS = ("send", "subscribe", "receive", "acknowledge", "acknowledge_cumulative", "negative_acknowledge",
               "redeliver_unacknowledged_messages", "close", "seek", "tick")
-BROKER_OPS = ("unload", "restart", "crash", "cut_network", "stall_network", "read_cursor")
+BROKER_OPS = ("unload", "restart", "crash", "cut_network", "stall_network", "slow_network",
+              "read_cursor")
 
 # What a driver may support beyond the ops: a spec setting its client can apply, or a way of using an op.
 CAPABILITIES = {

@@ -43,6 +43,8 @@ def describe_op(op: o.Op) -> str:
             return f"cut the network for {ms} ms"
         case o.StallNetwork(ms=ms):
             return f"stall the network for {ms} ms"
+        case o.SlowNetwork(ms=ms):
+            return f"slow the network down by {ms} ms each way"
         case o.ReadCursor():
             return "read cursor"
     raise TypeError(f"unknown op {op!r}")

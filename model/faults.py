@@ -14,9 +14,11 @@ reached each window, not only how many tried.
   the same two windows, an ack still grouped when the connection goes, a message held when its
   consumer leaves the broker.
 - `stall_network` (nothing passes for a while, then everything held, fixtures/network.py): an
-  *unflushed ack*, whose flush the client sends during the stall; a *redelivery asked in the
-  stall*, a nacked message whose redelivery the client's tracker asks for while nothing passes, so
-  that it reaches the broker only when the stall ends.
+  *unflushed ack*, whose flush the client sends during the stall; a *delayed redelivery request*,
+  a nacked message whose redelivery the client's tracker asks for while nothing passes, so that
+  it reaches the broker only when the stall ends.
+- `slow_network` (every byte late by as much each way, to the program's end): the same two, an
+  ack whose flush and a nacked message whose redelivery request go through the slow network.
 - `restart` and `crash` of the broker (model/transitions/reopen.py), on a broker of the check's
   own: the same two windows, and *ack not persisted*, an ack the broker may have applied, which
   its client sent within the broker's mark-delete persistence interval, which a crash may undo;
@@ -33,32 +35,34 @@ from model.state import HELD, State
 CRASH_CLIENT = "crash_client"
 CUT_NETWORK = "cut_network"
 STALL_NETWORK = "stall_network"
+SLOW_NETWORK = "slow_network"
 RESTART = "restart"
 CRASH = "crash"
 UNFLUSHED_ACK = "unflushed ack"
 HELD_UNACKNOWLEDGED = "held unacknowledged"
 ACK_NOT_PERSISTED = "ack not persisted"
 HALTED_AT_PERSIST = "halted at a cursor persist"
-REDELIVERY_IN_STALL = "redelivery asked in the stall"
+DELAYED_REDELIVERY = "delayed redelivery request"
 # Each fault's op kind (model/history.py's name) and the windows it can reach, in report order.
 WINDOWS: dict[str, tuple[str, ...]] = {CRASH_CLIENT: (UNFLUSHED_ACK, HELD_UNACKNOWLEDGED),
                                        CUT_NETWORK: (UNFLUSHED_ACK, HELD_UNACKNOWLEDGED),
-                                       STALL_NETWORK: (UNFLUSHED_ACK, REDELIVERY_IN_STALL),
+                                       STALL_NETWORK: (UNFLUSHED_ACK, DELAYED_REDELIVERY),
+                                       SLOW_NETWORK: (UNFLUSHED_ACK, DELAYED_REDELIVERY),
                                        RESTART: (UNFLUSHED_ACK, HELD_UNACKNOWLEDGED),
                                        CRASH: (UNFLUSHED_ACK, HELD_UNACKNOWLEDGED, ACK_NOT_PERSISTED)}
 FAULT_OPS: dict[type, str] = {o.CrashClient: CRASH_CLIENT, o.CutNetwork: CUT_NETWORK, o.StallNetwork: STALL_NETWORK,
-                              o.Restart: RESTART, o.Crash: CRASH}
+                              o.SlowNetwork: SLOW_NETWORK, o.Restart: RESTART, o.Crash: CRASH}
 # The broker persists a cursor's markDeletePosition at most once a second
 # (managedLedgerDefaultMarkDeleteRateLimit = 1.0): an ack applied within that time may be in memory only.
 MARK_DELETE_PERSIST_MS = 1000
 # The faults a check runs on a broker of its own: they stop the broker, or cut or stall every connection to it.
-OWN_BROKER = frozenset({CUT_NETWORK, STALL_NETWORK, RESTART, CRASH})
+OWN_BROKER = frozenset({CUT_NETWORK, STALL_NETWORK, SLOW_NETWORK, RESTART, CRASH})
 # The op kinds a program needs for a window to be reachable at all (one of them).
 NEEDS: dict[str, tuple[str, ...]] = {UNFLUSHED_ACK: ("acknowledge", "acknowledge_cumulative"),
                                      HELD_UNACKNOWLEDGED: ("receive",),
                                      ACK_NOT_PERSISTED: ("acknowledge", "acknowledge_cumulative"),
                                      HALTED_AT_PERSIST: ("acknowledge", "acknowledge_cumulative"),
-                                     REDELIVERY_IN_STALL: ("negative_acknowledge",)}
+                                     DELAYED_REDELIVERY: ("negative_acknowledge",)}
 # The windows only a target with the failpoint can reach, after the fault's others.
 FAILPOINT_WINDOWS: dict[str, tuple[str, ...]] = {CRASH: (HALTED_AT_PERSIST,)}
 _ACKS = (o.Acknowledge, o.AcknowledgeCumulative)
@@ -92,12 +96,14 @@ def windows_reached(state: State, op: o.Op, history: list[tuple[o.Op, o.Completi
     if HELD_UNACKNOWLEDGED in WINDOWS[FAULT_OPS[type(op)]] and any(
             m.status is HELD and m.holder in names for m in state.messages):
         reached.append(HELD_UNACKNOWLEDGED)
-    if isinstance(op, o.StallNetwork) and any(
+    # A nack whose redelivery window reaches into a stall (its tracker's timer may fire while
+    # nothing passes; the window is when the redelivery may land, the request a little before), or
+    # is still open as the network slows down (its request goes through the slow network).
+    until = state.now + op.ms if isinstance(op, o.StallNetwork) else None
+    if DELAYED_REDELIVERY in WINDOWS[FAULT_OPS[type(op)]] and any(
             m.status is HELD and m.holder in names and m.redelivery_from is not None
-            and m.redelivery_from <= state.now + op.ms and m.redelivery_by > state.now for m in state.messages):
-        # A nack whose redelivery window reaches into the stall: its tracker's timer may fire while
-        # nothing passes (the window is when the redelivery may land, the request a little before).
-        reached.append(REDELIVERY_IN_STALL)
+            and (until is None or m.redelivery_from <= until) and m.redelivery_by > state.now for m in state.messages):
+        reached.append(DELAYED_REDELIVERY)
     # An ack its client sent (the grouping time over) within the broker's mark-delete persistence
     # interval: the broker may have applied it without persisting it yet.
     grouping = state.spec.ack_grouping_ms

@@ -25,7 +25,7 @@ OP_KINDS: dict[type, str] = {
     o.RedeliverUnacknowledgedMessages: "redeliver_unacknowledged_messages", o.Close: "close", o.Seek: "seek",
     o.Tick: "tick", o.Unload: "unload", o.Restart: "restart", o.Crash: "crash", o.ReadCursor: "read_cursor",
     o.CrashClient: "crash_client", o.CutNetwork: "cut_network",
-    o.StallNetwork: "stall_network",
+    o.StallNetwork: "stall_network", o.SlowNetwork: "slow_network",
 }
 OP_TYPES = {kind: op_type for op_type, kind in OP_KINDS.items()}
 
@@ -134,7 +134,7 @@ def event_values(program_id: str, spec: Spec, step: int, op: o.Op, completion: o
     keys = batched = ms = delivered_entry = delivered_index = redelivery_count = cursor = sent = None
     if kind is o.Send:
         keys, batched = op.keys, op.batched
-    elif kind is o.Tick or kind is o.CutNetwork or kind is o.StallNetwork:
+    elif kind is o.Tick or kind is o.CutNetwork or kind is o.StallNetwork or kind is o.SlowNetwork:
         ms = op.ms
     elif kind is o.Receive:
         ms = op.timeout_ms  # how long the receive waited: a reproduction waits as long
@@ -167,6 +167,8 @@ def op_of(event: Event) -> o.Op:
         return o.CutNetwork(ms=1000 if event.ms is None else event.ms)
     if op_type is o.StallNetwork:
         return o.StallNetwork(ms=300 if event.ms is None else event.ms)
+    if op_type is o.SlowNetwork:
+        return o.SlowNetwork(ms=100 if event.ms is None else event.ms)
     if op_type is o.Receive:
         return o.Receive(consumer=event.consumer, timeout_ms=event.ms)
     kwargs = {}

@@ -147,13 +147,23 @@ class StallNetwork:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class SlowNetwork:
+    """Delay every byte between the clients and the broker by `ms` milliseconds each way, for the
+    rest of the program, through the proxy in front of the broker (fixtures/network.py): a slow
+    network, every request and every dispatch late by that much, in order, none lost. The admin
+    API (unload, cursor reads) does not go through the proxy."""
+
+    ms: int = 100
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ReadCursor:
     """Read the subscription's cursor from the broker (internalStats)."""
 
 
 Op = (Send | Subscribe | Receive | Acknowledge | AcknowledgeCumulative | NegativeAcknowledge
       | RedeliverUnacknowledgedMessages | Close | Seek | Tick | Unload | Restart | Crash | CrashClient | CutNetwork
-      | StallNetwork | ReadCursor)
+      | StallNetwork | SlowNetwork | ReadCursor)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -157,6 +157,9 @@ class State:
     # once no consumer may be reconnecting.
     rewinds_at_reconnect: int = 0
     reopened_serial: int = 0  # the serial of the last unload, restart or crash
+    # The network's delay each way from a slow_network op on: what a client's timer asks for (a
+    # redelivery, a rewind) reaches the broker this much after the window the model gives it.
+    latency_ms: int = 0
     # The serial of the last event that closed the consumers' connections (those and a seek): a
     # message published from then on came to a consumer over its new connection.
     disconnected_serial: int = 0

@@ -148,6 +148,17 @@ def _stall_network(state: State) -> tuple[o.Op, ...]:
     return _STALL_NETWORK if any(c.connected for c in state.consumers) else ()
 
 
+# Each way: a round trip of 200 ms, longer than the rewinds' lag (REWIND_LAG_MS) and the catalog's
+# nack delay, well under every timeout of the clients (30 s).
+LATENCY_MS = 100
+_SLOW_NETWORK = (o.SlowNetwork(ms=LATENCY_MS),)
+
+
+def _slow_network(state: State) -> tuple[o.Op, ...]:
+    """A slower network while some consumer is connected, once a program: it lasts to its end."""
+    return _SLOW_NETWORK if state.latency_ms == 0 and any(c.connected for c in state.consumers) else ()
+
+
 CANDIDATES: dict[str, Callable[[State], tuple[o.Op, ...]]] = {
     "send": _send,
     "subscribe": _subscribe,
@@ -166,16 +177,17 @@ CANDIDATES: dict[str, Callable[[State], tuple[o.Op, ...]]] = {
     "crash_client": _crash_client,
     "cut_network": _cut_network,
     "stall_network": _stall_network,
+    "slow_network": _slow_network,
 }
 
 # How often each kind is drawn by the random generator (Hypothesis chooses its own way). A client
-# crash, a network cut and a stall are faults of the conformance programs (suites/generation.py
+# crash, a network cut, a stall and a slow network are faults of the conformance programs (suites/generation.py
 # weighs them there); the trace corpora leave them out, so that a seed keeps generating the traces it always did.
 WEIGHTS: dict[str, int] = {
     "send": 8, "subscribe": 2, "receive": 12, "acknowledge": 6, "acknowledge_cumulative": 2, "negative_acknowledge": 2,
     "redeliver_unacknowledged_messages": 1, "close": 1, "seek": 1, "tick": 1, "read_cursor": 2, "unload": 1,
     "restart": 0, "crash": 0, "crash_client": 0, "cut_network": 0,
-    "stall_network": 0}
+    "stall_network": 0, "slow_network": 0}
 
 
 def candidates(state: State, kind: str) -> tuple[o.Op, ...]:

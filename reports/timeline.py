@@ -29,7 +29,7 @@ PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#e15759", "#76b7b2", "#e
 ACK, NACK, SEEK, BROKER, FAIL = "#2e7d32", "#e65100", "#6a1b9a", "#455a64", "#c62828"
 CONSUMER_OPS = {"subscribe", "receive", "acknowledge", "acknowledge_cumulative", "negative_acknowledge",
                 "redeliver_unacknowledged_messages", "close", "seek"}
-BROKER_OPS = {"tick", "unload", "restart", "crash", "cut_network", "stall_network"}
+BROKER_OPS = {"tick", "unload", "restart", "crash", "cut_network", "stall_network", "slow_network"}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

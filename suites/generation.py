@@ -167,13 +167,13 @@ def weight(state: State, kind: str, *, last: o.Op | None = None) -> int:
         return BASE_WEIGHT + _while_reconnecting(state)
     if kind in ("send", "subscribe", DRAIN):
         return BASE_WEIGHT
-    if kind in ("crash_client", "cut_network", "stall_network", "restart", "crash"):
+    if kind in ("crash_client", "cut_network", "stall_network", "slow_network", "restart", "crash"):
         pending = any(c.pending_acks for c in state.consumers if c.connected)
         just_acked = isinstance(last, _ACKS)
         weight_ = CRASH_WEIGHT + JUST_ACKED * (just_acked and pending) + bool(_held(state))
-        if kind == "stall_network":
-            # A stall holds what the clients' timers send: a flush (above) or a nack's redelivery
-            # request, most right after the nack whose delay it outlasts.
+        if kind in ("stall_network", "slow_network"):
+            # Each delays what the clients' timers send: a flush (above) or a nack's redelivery
+            # request, most right after the nack whose delay a stall outlasts.
             return weight_ + JUST_ACKED * (isinstance(last, o.NegativeAcknowledge))
         if kind in ("restart", "crash"):
             # Each takes seconds (the broker starts again), and one right after another shows

@@ -89,9 +89,18 @@ def _stall_network(state: State, op: o.StallNetwork, completion: o.Completion) -
     # before the op completes (the target lets it through first). A redelivery its client asked
     # for during the stall lands later than a tick would let it, never earlier, and the model's
     # windows bound it from below only until the clock passes them (shown by suites/broker/
-    # test_network_stall.py::test_a_stall_loses_nothing_and_what_it_held_arrives_once_it_ends and,
+    # test_network_delay.py::test_a_stall_loses_nothing_and_what_it_held_arrives_once_it_ends and,
     # in lock-step, ::test_the_model_accepts_what_a_stall_leaves).
     return state
+
+
+def _slow_network(state: State, op: o.SlowNetwork, completion: o.Completion) -> Result:
+    # From now on a client's request reaches the broker `ms` later: a redelivery or a rewind its
+    # timers ask for lands that much after its window (`_land`, `_advance_clock`); the windows'
+    # start, the client's own timer, stays. Every other rule holds as it is: the connection keeps
+    # its order, and an ack with its receipt, a seek or a close return once the broker has them
+    # (shown by suites/broker/test_network_delay.py::test_the_model_accepts_what_a_slow_network_leaves).
+    return state.with_(latency_ms=op.ms)
 
 
 def _unload_or_restart(state: State, op: o.Unload | o.Restart, completion: o.Completion) -> Result:
@@ -118,7 +127,8 @@ def _land(state: State, now: int) -> State:
     none is due."""
     due = {m.id: m.with_(status=ACKED if m.dead_letter_unsure else AVAILABLE, holder=None,
                          redelivery_from=None, redelivery_by=None)
-           for m in state.messages if m.status is HELD and m.redelivery_by is not None and m.redelivery_by <= now}
+           for m in state.messages
+           if m.status is HELD and m.redelivery_by is not None and m.redelivery_by + state.latency_ms <= now}
     return replace_messages(state, due) if due else state
 
 
@@ -139,6 +149,7 @@ _TRANSITIONS: dict[type, Callable[[State, o.Op, o.Completion], Result]] = {
     o.CrashClient: crash_client,
     o.CutNetwork: _cut_network,
     o.StallNetwork: _stall_network,
+    o.SlowNetwork: _slow_network,
     o.ReadCursor: read_cursor,
 }
 
@@ -151,7 +162,7 @@ def _advance_clock(state: State, at: int) -> State:
     if state.spec.ack_timeout_ms is not None:
         state = ack_timeouts_open(state, now)
     state = _land(state.with_(now=now), now)
-    if state.rewind_window is not None and now > state.rewind_window[1]:
+    if state.rewind_window is not None and now > state.rewind_window[1] + state.latency_ms:
         # The rewinds have landed: a message that was in the receiver queue may be there once
         # more per rewind.
         queued = {m.id: m.with_(extra_deliveries=m.extra_deliveries + state.rewinds, never_dispatched=False)

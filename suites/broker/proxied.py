@@ -1,5 +1,5 @@
 """The start the network tests' lock-step programs share (suites/broker/test_network_cut.py,
-test_network_stall.py); the broker behind the proxy they run on: suites/broker/conftest.py."""
+test_network_delay.py); the broker behind the proxy they run on: suites/broker/conftest.py."""
 
 from __future__ import annotations
 

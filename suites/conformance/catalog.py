@@ -119,12 +119,15 @@ CHECKS = (
     # the cut becomes. On a broker given by URL the suite has no proxy: the cut is left out.
     Check(area="network_cut", kinds=BASE + ("acknowledge", "negative_acknowledge", "read_cursor", "tick", "cut_network"),
           specs=ALL_TYPES, guarantees=EVERY_PROGRAM | ACKS | {G.CURSOR, G.EXCLUSIVE, G.KEY_SHARED_STICKINESS}),
-    # A network stall (nothing passes for a while, then everything held, in order) on the broker of
-    # its own the network cut gets: an ack's flush or a nack's redelivery request held until it
-    # ends. Nothing may be lost and nothing come again: a stall shorter than the keep-alive is a
-    # wait. Each stall costs its length in every program: a slow check, in the nightly run.
-    Check(area="network_stall",
-          kinds=BASE + ("acknowledge", "negative_acknowledge", "read_cursor", "tick", "stall_network"),
+    # A network that delays, on the broker of its own the network cut gets: a stall (nothing passes
+    # for a while, then everything held, in order), which holds an ack's flush or a nack's
+    # redelivery request until it ends, and a slow network (every byte late by as much each way, to
+    # the program's end), which lands every redelivery and rewind late. Nothing may be lost and
+    # nothing come again. Each stall costs its length and each round trip its delay: a slow check,
+    # in the nightly run.
+    Check(area="network_delay",
+          kinds=BASE + ("acknowledge", "negative_acknowledge", "read_cursor", "unload", "tick", "stall_network",
+                        "slow_network"),
           specs={"Exclusive": EXCLUSIVE, "Shared": SHARED}, slow=True,
           guarantees=EVERY_PROGRAM | ACKS | {G.CURSOR, G.EXCLUSIVE}),
     # A broker restart (graceful) and crash (kill -9), on the broker of its own the network cut

@@ -55,7 +55,7 @@ FAULT_OPS: dict[type, str] = {o.CrashClient: CRASH_CLIENT, o.CutNetwork: CUT_NET
 # The broker persists a cursor's markDeletePosition at most once a second
 # (managedLedgerDefaultMarkDeleteRateLimit = 1.0): an ack applied within that time may be in memory only.
 MARK_DELETE_PERSIST_MS = 1000
-# The faults a check runs on a broker of its own: they stop the broker, or cut or stall every connection to it.
+# The faults a check runs on a broker of its own: they stop the broker, or cut, stall or slow every connection to it.
 OWN_BROKER = frozenset({CUT_NETWORK, STALL_NETWORK, SLOW_NETWORK, RESTART, CRASH})
 # The op kinds a program needs for a window to be reachable at all (one of them).
 NEEDS: dict[str, tuple[str, ...]] = {UNFLUSHED_ACK: ("acknowledge", "acknowledge_cumulative"),

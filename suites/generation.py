@@ -20,8 +20,9 @@ boundary ticks.
   only inside its windows (model/faults.py), most right after an acknowledge whose ack is still
   pending (on a broker the client flushes it within the ack grouping time, so only a crash that
   follows at once finds it unflushed), so that programs reach them without being made of
-  crashes (each costs a new client process on a broker). A network stall, the same way, and right
-  after a nack too: the redelivery request its delay leads to is sent inside the stall.
+  crashes (each costs a new client process on a broker). A network stall or slowdown, the same
+  way, and right after a nack too: the redelivery request its delay leads to is sent inside the
+  stall, or through the slow network.
 - Looks right after a change: a receive is worth more right after a tick, a cursor read right
   after an unload. A tick to just inside a window shows nothing unless a receive follows it (a
   client that ignored its nack backoff went unseen: its ticks were followed by more nacks and

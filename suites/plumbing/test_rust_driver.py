@@ -40,6 +40,7 @@ NOT_APPLICABLE = {
     ("seek", "Shared-batch-index-ack"), ("receiver_queue", "Shared-zero-queue"),
     ("zero_queue", "Shared"), ("zero_queue", "Exclusive"), ("persistence", "Exclusive-ack-receipts"),
     ("negative_ack", "Shared-backoff"), ("network_cut", "Shared"), ("network_cut", "Key_Shared"),
+    ("network_delay", "Shared"),
     ("broker_restart", "Shared"),
     *(("redelivery_count_and_dead_letter", s) for s in ("Shared", "Shared-dlq1", "Key_Shared-dlq2", "Exclusive")),
 }

@@ -27,7 +27,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition,
 
 from fixtures import hypothesis_profiles  # noqa: F401  (the profiles, and draws that do not depend on imports)
 from fixtures.targets.lockstep import ConformanceFailure, Lockstep
-from fixtures.targets.protocol import faults_performed
+from fixtures.targets.protocol import faults_performed, is_deterministic
 from model import ops as o
 from model.describe import describe_completion, describe_op
 from model.faults import WINDOWS
@@ -235,7 +235,7 @@ def run_conformance(target, spec: Spec, program_ids, *, kinds=ALL_KINDS, setting
     When Hypothesis's replay of a failing program does not fail again (Flaky), the first failure
     or typed outcome (a client crash, a timeout) seen is raised, the complaint as its cause."""
     # Only a target that says so is replayed as deterministic (the model and its faulty variants).
-    deterministic = bool(getattr(getattr(target, "target", target), "deterministic", False))
+    deterministic = is_deterministic(target)
     kinds = performable(kinds, target)
     failures: list[BaseException] = []  # broken guarantees and typed outcomes, in the order seen
     machine = conformance_machine(target, spec, program_ids, kinds=kinds, drain_idle_ms=drain_idle_ms,
@@ -286,7 +286,7 @@ def verify(check, spec: Spec, target, program_ids, target_name: str, config) -> 
 
     allure.dynamic.feature(check.area)
     try:
-        deterministic = getattr(getattr(target, "target", target), "deterministic", False)
+        deterministic = is_deterministic(target)
         run_conformance(target, spec, program_ids, kinds=check.kinds,
                         settings_=settings_for(target, config, slow=check.slow),
                         drain_idle_ms=30 if deterministic else 1000)

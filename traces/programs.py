@@ -27,6 +27,7 @@ from __future__ import annotations
 import random
 from dataclasses import replace
 
+from fixtures.targets.protocol import is_deterministic
 from model import ops as o
 from model.nondet import apply, start, step_decided
 from model.simulate import pick_delivery, run_random_program
@@ -69,7 +70,7 @@ def run_closed_loop(target, spec: Spec, seed: int, steps: int, topic: str) -> tu
     delivered: its history and, when it stopped early, why (a violation, an op the target could
     not perform). An op that raises is in the history as a `fail` with `TargetError: ...`."""
     rng = random.Random(seed)
-    deterministic = bool(getattr(getattr(target, "target", target), "deterministic", False))
+    deterministic = is_deterministic(target)
     try:
         target.reset(spec, topic)
     except Exception as error:  # noqa: BLE001 - a target that cannot start the program

@@ -153,6 +153,22 @@ def test_a_drain_waits_once_more_before_it_calls_a_message_lost(quiet, lost):
         assert [d.message for d in run.drain()] == [o.MessageId(0)]
 
 
+def test_the_last_chance_is_counted_in_idle_waits_so_a_model_drain_gives_up_soon():
+    """On the model target a drain idles 30 ms: a message it never gives is called lost after five
+    of them more, a dozen empty receives, not after five seconds of 15 ms polls (330 of them, each
+    through the checker, and again at every step of a shrink)."""
+    run = Lockstep(LateAfterAClose(quiet=1000), Spec(), "never-with-a-short-idle")
+    run.do(o.Subscribe(consumer="c0"))
+    run.do(o.Subscribe(consumer="c1"))
+    run.do(o.Send())
+    assert run.receive("c0", timeout_ms=100).message == o.MessageId(0)
+    run.do(o.Close(consumer="c0"))
+    before = len(run.history)
+    with pytest.raises(ConformanceFailure, match="m0 never came"):
+        run.drain(idle_ms=30)
+    assert len(run.history) - before <= 20, f"{len(run.history) - before} receives before m0 was called lost"
+
+
 def test_a_dead_letter_programs_client_is_closed_before_its_topic_is_deleted(monkeypatch):
     """The C++ client crashed (segmentation fault) in its own threads while the topic of a program
     with a dead-letter policy was deleted under the client still open: that client (it owns the

@@ -24,8 +24,7 @@ boundary ticks.
   way, and right after a nack too: the redelivery request its delay leads to is sent inside the
   stall, or through the slow network.
 - Looks right after a change: a receive is worth more right after a tick, a cursor read right
-  after an unload, and under a dead-letter policy an unload right after a nack (the count the new
-  dispatcher gives the nacked message decides when it goes to the dead-letter topic). A tick to just inside a window shows nothing unless a receive follows it (a
+  after an unload. A tick to just inside a window shows nothing unless a receive follows it (a
   client that ignored its nack backoff went unseen: its ticks were followed by more nacks and
   ticks, and the next receive came after every window); what the reloaded cursor kept shows to a
   read before more acks move it (a broker that loses the cursor's holes at an unload was caught
@@ -200,10 +199,6 @@ def weight(state: State, kind: str, *, last: o.Op | None = None) -> int:
             # A nack's redelivery still to be asked is asked of the new dispatcher, which counts it.
             nacked = any(m.redelivery_from is not None for m in held)
             bonus = 0 if isinstance(last, o.Unload) else 2 * _droppable(state) + 2 * holes + 2 * nacked
-            if state.spec.max_redeliver_count is not None and isinstance(last, o.NegativeAcknowledge):
-                # Under a dead-letter policy the count the new dispatcher gives decides when the
-                # message goes to the dead-letter topic: most right after the nack.
-                bonus += LOOK
         case "close" | "redeliver_unacknowledged_messages":
             bonus = 2 * bool(held) + 2 * (pending or queued)
         case "read_cursor" | "acknowledge_cumulative":

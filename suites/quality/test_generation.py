@@ -111,8 +111,8 @@ def test_ticks_land_beside_the_bounds_of_the_windows_open():
     assert beside["before"] and beside["on or after"], beside
 
 
-def _state(program, spec=SHARED):
-    verdict = start(spec)
+def _state(program):
+    verdict = start(SHARED)
     for op, completion in program:
         verdict = apply(verdict, op, completion)
     return next(iter(verdict.states))
@@ -171,17 +171,6 @@ def test_an_unload_is_worth_more_only_for_what_it_can_still_put_to_the_test():
     assert gen.weight(_state(back), "unload", last=o.Receive(consumer="c0")) == gen.BASE_WEIGHT
     acked_again = _state(back + [(o.Acknowledge(consumer="c0", message=m(2)), o.ok())])
     assert gen.weight(acked_again, "unload", last=o.Acknowledge(consumer="c0", message=m(2))) > gen.BASE_WEIGHT
-
-
-def test_under_a_dead_letter_policy_an_unload_is_mostly_taken_right_after_a_nack():
-    """The count the new dispatcher gives a nacked message decides when it goes to the dead-letter
-    topic (a shift of that count by one in the model went unseen): under a dead-letter policy an
-    unload right after a nack is worth a look more; without a policy, or after another op, not."""
-    nacked = HELD + [(o.NegativeAcknowledge(consumer="c0", message=m(0)), o.ok())]
-    nack = o.NegativeAcknowledge(consumer="c0", message=m(0))
-    with_policy, without = _state(nacked, SHARED.with_(max_redeliver_count=1)), _state(nacked)
-    assert gen.weight(with_policy, "unload", last=nack) == gen.weight(with_policy, "unload", last=o.Send()) + gen.LOOK
-    assert gen.weight(without, "unload", last=nack) == gen.weight(without, "unload", last=o.Send())
 
 
 def test_a_kind_takes_as_many_tickets_as_its_weight():

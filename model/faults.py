@@ -65,7 +65,6 @@ NEEDS: dict[str, tuple[str, ...]] = {UNFLUSHED_ACK: ("acknowledge", "acknowledge
                                      DELAYED_REDELIVERY: ("negative_acknowledge",)}
 # The windows only a target with the failpoint can reach, after the fault's others.
 FAILPOINT_WINDOWS: dict[str, tuple[str, ...]] = {CRASH: (HALTED_AT_PERSIST,)}
-_ACKS = (o.Acknowledge, o.AcknowledgeCumulative)
 
 
 def windows_for(fault: str, kinds: tuple[str, ...], *, failpoint: bool = False) -> tuple[str, ...]:
@@ -87,8 +86,8 @@ def windows_reached(state: State, op: o.Op, history: list[tuple[o.Op, o.Completi
         return ()
     connected = [c for c in state.consumers if c.connected]
     reached = []
-    last_ack = next((c.at for past, c in reversed(history) if isinstance(past, _ACKS) and c.outcome is o.Outcome.OK),
-                    None)
+    last_ack = next((c.at for past, c in reversed(history)
+                     if isinstance(past, o.ACKNOWLEDGES) and c.outcome is o.Outcome.OK), None)
     if any(c.pending_acks for c in connected) and last_ack is not None \
             and state.now - last_ack <= state.spec.ack_grouping_ms:
         reached.append(UNFLUSHED_ACK)
@@ -108,7 +107,7 @@ def windows_reached(state: State, op: o.Op, history: list[tuple[o.Op, o.Completi
     # interval: the broker may have applied it without persisting it yet.
     grouping = state.spec.ack_grouping_ms
     if ACK_NOT_PERSISTED in WINDOWS[FAULT_OPS[type(op)]] and any(
-            isinstance(past, _ACKS) and c.outcome is o.Outcome.OK
+            isinstance(past, o.ACKNOWLEDGES) and c.outcome is o.Outcome.OK
             and grouping < state.now - c.at <= grouping + MARK_DELETE_PERSIST_MS for past, c in history):
         reached.append(ACK_NOT_PERSISTED)
     if completion is not None and completion.value == HALTED_AT_PERSIST \

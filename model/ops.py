@@ -164,6 +164,7 @@ class ReadCursor:
 Op = (Send | Subscribe | Receive | Acknowledge | AcknowledgeCumulative | NegativeAcknowledge
       | RedeliverUnacknowledgedMessages | Close | Seek | Tick | Unload | Restart | Crash | CrashClient | CutNetwork
       | StallNetwork | SlowNetwork | ReadCursor)
+ACKNOWLEDGES = (Acknowledge, AcknowledgeCumulative)  # the ops that acknowledge, individually or cumulatively
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

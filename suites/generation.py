@@ -65,7 +65,6 @@ JUST_ACKED = 8  # what a crash or a cut is worth more right after an acknowledge
 # What an observation is worth more right after the op whose effect it shows: a receive after a
 # tick, a cursor read after an unload or after an ack with its receipt.
 LOOK = 8
-_ACKS = (o.Acknowledge, o.AcknowledgeCumulative)
 TICKETS = 1 << 12  # the range of the draw that picks a kind by weight
 # Under a dead-letter policy: how many more copies of a counted held message a nack's candidates
 # carry, and half the nack's weight bonus while a held message is not nacked yet.
@@ -170,7 +169,7 @@ def weight(state: State, kind: str, *, last: o.Op | None = None) -> int:
         return BASE_WEIGHT
     if kind in ("crash_client", "cut_network", "stall_network", "slow_network", "restart", "crash"):
         pending = any(c.pending_acks for c in state.consumers if c.connected)
-        just_acked = isinstance(last, _ACKS)
+        just_acked = isinstance(last, o.ACKNOWLEDGES)
         weight_ = CRASH_WEIGHT + JUST_ACKED * (just_acked and pending) + bool(_held(state))
         if kind in ("stall_network", "slow_network"):
             # Each delays what the clients' timers send: a flush (above) or a nack's redelivery
@@ -207,7 +206,7 @@ def weight(state: State, kind: str, *, last: o.Op | None = None) -> int:
                 # What the reloaded cursor kept of its holes shows at once to a read, before more
                 # acks move it.
                 bonus += LOOK
-            if kind == "read_cursor" and state.spec.ack_receipts and isinstance(last, _ACKS):
+            if kind == "read_cursor" and state.spec.ack_receipts and isinstance(last, o.ACKNOWLEDGES):
                 # An ack that returned with its receipt is in the cursor at once: a read right
                 # after it sees whether it is (or whether the client held it, reconnecting).
                 bonus += LOOK

@@ -26,6 +26,7 @@ import argparse
 import ast
 import importlib
 import inspect
+import json
 import re
 import sys
 from dataclasses import dataclass
@@ -257,8 +258,6 @@ class MutationScore:
 
 
 def mutation_score(root: Path = ROOT) -> MutationScore:
-    import json
-
     path = root / MUTATION
     try:
         record = json.loads(path.read_text())

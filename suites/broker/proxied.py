@@ -3,8 +3,15 @@ test_network_delay.py); the broker behind the proxy they run on: suites/broker/c
 
 from __future__ import annotations
 
+import time
+
 from fixtures.targets.lockstep import Lockstep
 from model import ops as o
+
+
+def topic_for(request) -> str:
+    """A topic of its own for the test `request` runs: its name and the time."""
+    return f"persistent://public/default/{request.node.name.replace('[', '-').replace(']', '')}-{time.time_ns()}"
 
 
 def acked_and_nacked(run: Lockstep) -> None:

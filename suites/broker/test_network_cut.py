@@ -22,7 +22,7 @@ import pytest
 
 from fixtures.pulsar import poll, position_of
 from fixtures.targets.lockstep import Lockstep
-from suites.broker.proxied import acked_and_nacked
+from suites.broker.proxied import acked_and_nacked, topic_for
 from model import ops as o
 from model.spec import Spec, SubscriptionType
 
@@ -33,10 +33,6 @@ SUBSCRIPTION = "cut"
 SHARED = Spec(subscription_type=SubscriptionType.SHARED)
 EXCLUSIVE = Spec(subscription_type=SubscriptionType.EXCLUSIVE)
 CUT_S = 1.0  # the clients retry their connection every 100 ms, then back off
-
-
-def _topic(request) -> str:
-    return f"persistent://public/default/{request.node.name.replace('[', '-').replace(']', '')}-{time.time_ns()}"
 
 
 def _cut(proxy) -> None:
@@ -58,7 +54,7 @@ def _drain(consumer, timeout_ms: int = 3000) -> list[tuple[bytes, int]]:
 @pytest.mark.parametrize("kind", [pulsar.ConsumerType.Shared, pulsar.ConsumerType.Exclusive], ids=["Shared", "Exclusive"])
 def test_after_a_cut_what_was_held_comes_again_and_what_was_acked_does_not(behind_a_proxy, proxied_client, request, kind):
     broker, proxy = behind_a_proxy
-    topic = _topic(request)
+    topic = topic_for(request)
     consumer = proxied_client.subscribe(topic, SUBSCRIPTION, consumer_type=kind)
     producer = proxied_client.create_producer(topic, batching_enabled=False)
     first = position_of(producer.send(b"m0"))
@@ -76,7 +72,7 @@ def test_after_a_cut_what_was_held_comes_again_and_what_was_acked_does_not(behin
 @pytest.mark.guarantee("no-redelivery-after-ack", "cursor")
 def test_an_ack_made_while_the_connection_is_cut_never_reaches_the_broker(behind_a_proxy, proxied_client, request):
     broker, proxy = behind_a_proxy
-    topic = _topic(request)
+    topic = topic_for(request)
     consumer = proxied_client.subscribe(topic, SUBSCRIPTION, consumer_type=pulsar.ConsumerType.Shared)
     producer = proxied_client.create_producer(topic, batching_enabled=False)
     first = position_of(producer.send(b"m0"))
@@ -92,7 +88,7 @@ def test_an_ack_made_while_the_connection_is_cut_never_reaches_the_broker(behind
 @pytest.mark.guarantee("no-loss")
 def test_the_consumers_leave_at_a_cut_and_come_back_after_it(behind_a_proxy, proxied_client, request):
     broker, proxy = behind_a_proxy
-    topic = _topic(request)
+    topic = topic_for(request)
     consumer = proxied_client.subscribe(topic, SUBSCRIPTION, consumer_type=pulsar.ConsumerType.Shared)
     producer = proxied_client.create_producer(topic, batching_enabled=False)
     consumers = lambda: broker.admin.subscription_stats(topic, SUBSCRIPTION).consumers  # noqa: E731
@@ -112,7 +108,7 @@ def test_the_model_accepts_what_a_cut_leaves(proxied_target, request, spec):
     """`cut_network` in lock-step with the model (model/transitions/__init__.py: a cut is an unload
     to the clients): an ack flushed before the cut stays, what was held comes again, a nacked
     message's redelivery asked before the cut comes too."""
-    run = Lockstep(proxied_target, spec, _topic(request).rsplit("/", 1)[1])
+    run = Lockstep(proxied_target, spec, topic_for(request).rsplit("/", 1)[1])
     acked_and_nacked(run)
     run.do(o.Tick(ms=300))  # the ack is flushed, the nack's redelivery asked
     run.do(o.CutNetwork(ms=1000))

@@ -22,7 +22,7 @@ import pytest
 
 from fixtures.pulsar import poll, position_of
 from fixtures.targets.lockstep import Lockstep
-from suites.broker.proxied import acked_and_nacked
+from suites.broker.proxied import acked_and_nacked, topic_for
 from model import ops as o
 from model.spec import Spec, SubscriptionType
 
@@ -34,14 +34,10 @@ NACK_DELAY_MS = 200
 STALL_S = 2.0  # ten times the nack delay and twenty times the ack grouping: both fire inside it
 
 
-def _topic(request) -> str:
-    return f"persistent://public/default/{request.node.name.replace('[', '-').replace(']', '')}-{time.time_ns()}"
-
-
 def _received(client, request, *, sent: int, received: int):
     """A Shared consumer with the nack delay, `sent` messages published and the first `received`
     of them received: the topic, the consumer, the positions and the messages."""
-    topic = _topic(request)
+    topic = topic_for(request)
     consumer = client.subscribe(topic, SUBSCRIPTION, consumer_type=pulsar.ConsumerType.Shared,
                                 negative_ack_redelivery_delay_ms=NACK_DELAY_MS)
     producer = client.create_producer(topic, batching_enabled=False)
@@ -87,7 +83,7 @@ def test_the_model_accepts_what_a_stall_leaves(proxied_target, request, kind):
     flush and redelivery request held by it; the model accepts the cursor read after it and
     every delivery to the drain (the model's checks fail the lock-step run otherwise)."""
     spec = Spec(subscription_type=kind, nack_delay_ms=100)
-    run = Lockstep(proxied_target, spec, _topic(request).rsplit("/", 1)[1])
+    run = Lockstep(proxied_target, spec, topic_for(request).rsplit("/", 1)[1])
     acked_and_nacked(run)
     run.do(o.StallNetwork(ms=1000))
     cursor = run.do(o.ReadCursor()).value
@@ -132,7 +128,7 @@ def test_the_model_accepts_what_a_slow_network_leaves(proxied_target, request, k
     across a slow network, a wait past the nack's window (not past it and a round trip), an unload
     (the admin API, not slowed) and a cursor read; the model accepts every delivery to the drains."""
     spec = Spec(subscription_type=kind, nack_delay_ms=100)
-    run = Lockstep(proxied_target, spec, _topic(request).rsplit("/", 1)[1])
+    run = Lockstep(proxied_target, spec, topic_for(request).rsplit("/", 1)[1])
     run.do(o.Subscribe(consumer="c0"))
     for _ in range(3):
         run.do(o.Send())

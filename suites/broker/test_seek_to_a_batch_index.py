@@ -14,7 +14,7 @@ then `seek(m0.1)`, then a closed and b subscribed:
 The model has the Python client's rule only. No catalog check has a seek followed by another
 consumer on a batch (the seek check has neither close nor a client crash), so the conformance
 suites do not meet the difference; a check that does (a seek in the dead-letter checks) needs the
-Java rule first: with it, the Java client's run called m0.0 lost.
+Java rule first: with it, the Java client's run called an index before a seek's lost.
 """
 
 from __future__ import annotations

@@ -36,9 +36,14 @@ CAPABILITIES = {
     "dead_letter_policy": "a dead-letter policy (spec max_redeliver_count)",
     "redeliver_unacknowledged": "consumer.redeliverUnacknowledgedMessages()",
     "seek_by_id": "consumer.seek(message id)",
+    "seek_batch_index": "a seek to an index of a batch sends the index; the indexes before it stay acknowledged "
+                        "(spec seek_sends_batch_index, set from the hello)",
     "redelivery_count": "a received message's redelivery count (Message.getRedeliveryCount())",
     "tls_client_cert": "a client certificate for mutual TLS (hello auth.tls_cert, auth.tls_key)",
 }
+# Of those, the ones that say what the client does where clients differ, not what it can be set to:
+# the suite checks the client against the rule they name (suites/machines.as_run).
+BEHAVIOURS = ("seek_batch_index",)
 # The ops that ask the broker for a redelivery it counts (on Shared and Key_Shared); with the ack
 # timeout, a spec setting, they are the programs in which a message may come with a count above 0.
 COUNTED_REDELIVERIES = ("negative_acknowledge", "redeliver_unacknowledged_messages")

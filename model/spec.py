@@ -104,6 +104,11 @@ class Spec:
     # test_the_project_broker_pauses_a_failover_switch_for_the_time_the_suite_assumes)
     failover_delay_ms: int = 1000
     max_redeliver_count: int | None = None
+    # A seek to an index of a batch sends the index with an ack set that has the indexes before it
+    # acknowledged, and the broker keeps them acknowledged for the subscription (the Java client's
+    # ConsumerImpl.seekAsync; the C++ and Go clients send the entry only: shown by
+    # suites/broker/test_seek_to_a_batch_index.py). Set from the driver's `seek_batch_index`.
+    seek_sends_batch_index: bool = False
     # how many deliveries the application sees before the DLQ: C++/Java max+1, Go max
     dlq_deliveries_are_max_plus_one: bool = True
 
@@ -179,4 +184,6 @@ class Spec:
             flags.append(f"nack-delay={self.effective_nack_delay_ms}ms")
         if self.max_redeliver_count is not None:
             flags.append(f"dlq-max={self.max_redeliver_count}")
+        if self.seek_sends_batch_index:
+            flags.append("seek-sends-batch-index")
         return ", ".join(flags)

@@ -108,6 +108,12 @@ class Message:
     # should a cursor read show the ack lost, this consumer holds the message (its copy came from
     # a cursor without the ack), and it is not owed again.
     copy_held_by: str | None = None
+    # The consumer whose seek to a later index of its batch acknowledged it for the subscription
+    # with the seek's ack set (`Spec.seek_sends_batch_index`): the broker filters it from every
+    # dispatch of the entry, but keeps that ack set in memory only, so a reopened topic dispatches it
+    # again (shown by suites/broker/test_seek_to_a_batch_index.py), and that consumer's client skips
+    # it as before its start message id.
+    acked_by_seek: str | None = None
 
     # with_(**changes): `dataclasses.replace(self, **changes)`, made fast by model.records (set below).
 

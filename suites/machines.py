@@ -269,11 +269,14 @@ def performable(kinds: tuple[str, ...], target) -> tuple[str, ...]:
 
 def as_run(spec: Spec, target) -> Spec:
     """The spec naming the client that really runs it: the one a driver named in its handshake
-    (the catalog's specs name the default, python-3.13), so that histories and reports say it."""
-    from fixtures.targets.protocol import client_running
+    (the catalog's specs name the default, python-3.13), so that histories and reports say it,
+    with what the driver declared its client does where clients differ (`seek_batch_index`)."""
+    from fixtures.targets.protocol import client_running, declares
 
     client = client_running(target)
-    return spec.with_(client=client) if client else spec
+    if not client:
+        return spec
+    return spec.with_(client=client, seek_sends_batch_index=declares(target, "seek_batch_index"))
 
 
 def verify(check, spec: Spec, target, program_ids, target_name: str, config) -> None:

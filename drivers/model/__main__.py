@@ -26,8 +26,9 @@ class ModelDriver:
             version = importlib.metadata.version("pulsar-ack-conformance")
         except importlib.metadata.PackageNotFoundError:
             version = "unknown"
+        # It seeks as the default spec's client does (the entry only): it declares no behaviour.
         return {"client": "model", "version": version, "clock": "logical", "ops": list(wire.CLIENT_OPS),
-                "capabilities": [c for c in wire.CAPABILITIES if c not in self.lacks]}
+                "capabilities": [c for c in wire.CAPABILITIES if c not in self.lacks and c not in wire.BEHAVIOURS]}
 
     def reset(self, request: dict) -> dict:
         self.target.reset(wire.spec_of_wire(request["spec"]), str(request["topic"]).rsplit("/", 1)[-1])

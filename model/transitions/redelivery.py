@@ -286,13 +286,14 @@ def entries_come_back(state: State, entries: set[int], *, counted: bool = False,
     """A redelivered batch entry comes back whole without batch-index acks (the broker deletes the
     entry only when every index is acked): its acked messages may be delivered again, counted with
     the entry when the redelivery is. With batch-index acks the broker filters the indexes it has;
-    unconfirmed ones may still come back."""
+    unconfirmed ones may still come back. It filters those a seek's ack set acknowledged too
+    (`acked_by_seek`), whatever the client's setting."""
     bump = 1 if counted and state.spec.subscription_type.tracks_redelivery_count else 0
     pending = {m for c in state.connected() for _, m in c.pending_acks}
     partly_acked = {m.id.entry for m in state.messages if m.id.index >= 0 and m.status is not ACKED}
     changed = {}
     for m in state.messages:
-        if not (m.id.entry in entries and m.id.index >= 0 and m.status is ACKED
+        if not (m.id.entry in entries and m.id.index >= 0 and m.status is ACKED and not m.acked_by_seek
                 and not state.cursor.is_acknowledged(m.id.entry)
                 and not (state.spec.batch_index_ack and m.ack_confirmed)):
             continue

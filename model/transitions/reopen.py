@@ -16,7 +16,7 @@ from model import ops as o
 from model.spec import SubscriptionType
 from model.state import ACKED, AVAILABLE, HELD, State, replace_messages
 from model.transitions.acks import flush_acks
-from model.transitions.reconnect import disconnected
+from model.transitions.reconnect import covers, disconnected
 from model.transitions.redelivery import unstall
 from model.violations import Either, Result
 
@@ -29,7 +29,10 @@ def seek(state: State, op: o.Seek, completion: o.Completion) -> Result:
     (start_message_id_inclusive is false). The broker still counts them unacknowledged, so they
     come to the next consumer once the seeking one is gone (shown by test_fidelity_broker::
     test_seek_skips_the_target_for_the_seeking_consumer_and_keeps_it_for_the_next). A client that
-    does deliver the target is allowed too: the model only stops owing it.
+    does deliver the target is allowed too: the model only stops owing it. A client that sends the
+    batch index (`spec.seek_sends_batch_index`, the Java client) has the indexes before it
+    acknowledged for the subscription (`acked_by_seek`): no consumer gets them again until the
+    topic is reopened (shown by suites/broker/test_seek_to_a_batch_index.py).
 
     A seek that failed did nothing; one whose outcome is unknown may have done nothing: the C++
     client answers NotConnected, without sending anything, while its consumer reconnects after an
@@ -46,18 +49,24 @@ def seek(state: State, op: o.Seek, completion: o.Completion) -> Result:
 def _seek(state: State, op: o.Seek) -> State:
     state = flush_acks(state, op.consumer)
     target = op.message.entry
+    acked_before = op.message.index if state.spec.seek_sends_batch_index else -1
     changed = {}
     for message in state.messages:
-        if message.id.entry >= target:
+        if message.id.entry == target and message.id.index < acked_before:
+            changed[message.id] = message.with_(status=ACKED, holder=None, ack_confirmed=False, ack_may_be_dropped=False,
+                                                redelivery_from=None, redelivery_by=None, skipped_by=None,
+                                                dead_letter_unsure=False, copy_held_by=None, acked_by_seek=op.consumer)
+        elif message.id.entry >= target:
             skipped = message.id.entry == target and message.id.index <= op.message.index
             changed[message.id] = message.with_(status=AVAILABLE, holder=None, redelivery_from=None, redelivery_by=None,
                                                 ack_confirmed=False, count_lo=0, count_hi=message.count_hi + 1,
                                                 extra_deliveries=message.extra_deliveries + int(message.delivered),
                                                 skipped_by=op.consumer if skipped else None, dead_letter_unsure=False,
-                                                ack_may_be_dropped=False, copy_held_by=None)
+                                                ack_may_be_dropped=False, copy_held_by=None, acked_by_seek=None)
         elif message.status is not ACKED or not message.ack_confirmed:
             changed[message.id] = message.with_(status=ACKED, holder=None, ack_confirmed=True, ack_may_be_dropped=False,
-                                                extra_deliveries=0, redelivery_from=None, redelivery_by=None)
+                                                extra_deliveries=0, redelivery_from=None, redelivery_by=None,
+                                                acked_by_seek=None)
     state = unstall(replace_messages(state, changed))
     # The broker disconnects the subscription's consumers after the reset (the Java client's seek
     # completes before they are back).
@@ -79,6 +88,7 @@ def reopen(state: State, *, persisted: bool) -> Result:
     test_a_crash_brings_the_cursor_back_to_an_earlier_state_and_redelivers_what_it_lost).
     """
     rewinds_at_reconnect = _rewinds_at_reconnect(state)
+    state = _seek_acks_forgotten(state)
     # Without a consumer connected or reconnecting no receiver queue holds a copy: what is
     # available is dispatched once by the new dispatcher, as it would have been by the old one
     # (shown by test_fidelity_broker::test_messages_no_consumer_had_come_once_after_an_unload).
@@ -127,6 +137,27 @@ def reopen(state: State, *, persisted: bool) -> Result:
                                     disconnected_serial=state.serial + 1, serial=state.serial + 1,
                                     key_owners=_keys_free(state),
                                     rewinds_at_reconnect=state.rewinds_at_reconnect + rewinds_at_reconnect))
+
+
+def _seek_acks_forgotten(state: State) -> State:
+    """The reopened cursor has no ack set of a seek (`acked_by_seek`): those indexes are owed again,
+    as if never acknowledged (shown by suites/broker/test_seek_to_a_batch_index.py::
+    test_a_reopened_topic_forgets_the_indexes_a_seek_acknowledged), unless an ack the application
+    made is still on its way; but not to the consumer that sought, while it stays: its client keeps
+    the seek's message id as its start across reconnections and skips the indexes up to it
+    (ConsumerImpl.clearReceiverQueue returns early for a durable subscription; shown by
+    ::test_after_a_reopening_the_seeking_consumer_still_skips_what_its_seek_acknowledged)."""
+    pending = tuple(ack for c in state.consumers for ack in c.pending_acks)
+    changed = {}
+    for m in state.messages:
+        if not m.acked_by_seek or m.ack_confirmed:
+            continue
+        if covers(pending, m.id):
+            changed[m.id] = m.with_(acked_by_seek=None)
+        else:
+            seeker = m.acked_by_seek if state.consumer(m.acked_by_seek) is not None else None
+            changed[m.id] = m.with_(status=AVAILABLE, acked_by_seek=None, never_dispatched=False, skipped_by=seeker)
+    return replace_messages(state, changed)
 
 
 def _rewinds_at_reconnect(state: State) -> int:

@@ -105,6 +105,10 @@ def test_a_spec_names_the_client_the_driver_named_in_its_handshake(tmp_path):
         label = f"{target.client['client']}-{target.client['version']}"
         assert as_run(Spec(), RecordingTarget(target, tmp_path)).client == label != Spec().client
         assert as_run(Spec(), object()) == Spec()  # no driver: the spec as it is
+        # What the client does where clients differ comes from the handshake too, never the catalog.
+        assert not as_run(Spec(seek_sends_batch_index=True), target).seek_sends_batch_index
+        target.client = {**target.client, "capabilities": [*target.client["capabilities"], "seek_batch_index"]}
+        assert as_run(Spec(), RecordingTarget(target, tmp_path)).seek_sends_batch_index
     finally:
         target.close()
 

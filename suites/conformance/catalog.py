@@ -74,10 +74,11 @@ CHECKS = (
     # No acknowledge op: a message goes to the dead-letter topic acknowledged, so it must not come back.
     # An unload hands the subscription to a new dispatcher, whose redelivery tracker counts from 0,
     # while a redelivery the client asked for before it may still be asked of the new one: it moves
-    # messages back from the dead-letter topic's door.
+    # messages back from the dead-letter topic's door. A seek hands back everything from its target,
+    # what went to the dead-letter topic too.
     Check(area="redelivery_count_and_dead_letter",
           kinds=BASE + ("negative_acknowledge", "redeliver_unacknowledged_messages", "close", "tick", "crash_client",
-                        "unload"),
+                        "unload", "seek"),
           specs={"Shared": SHARED, "Shared-dlq1": SHARED.with_(max_redeliver_count=1),
                  "Key_Shared-dlq2": KEY_SHARED.with_(max_redeliver_count=2), "Exclusive": EXCLUSIVE},
           guarantees=EVERY_PROGRAM | {G.DEAD_LETTER, G.NO_REDELIVERY_AFTER_ACK, G.EXCLUSIVE,

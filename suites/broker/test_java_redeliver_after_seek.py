@@ -1,0 +1,78 @@
+"""A redelivery asked right after a seek, on Exclusive: the Java client stops receiving (KD-37).
+
+Observed on Pulsar 4.0.7, Exclusive: consumer c0 receives m0, m1 and m2, seeks to m1 and at once
+asks for its unacknowledged messages again (`redeliver_unacknowledged_messages`). The seeking
+consumer skips m1 (before its start message id) and is owed m2:
+
+- the Python client (C++ 3.13) gets m2, twice (the seek's dispatch, then the rewind);
+- the Java client 4.0.7 gets nothing in the seconds a drain waits. Its seek completes when the broker
+  answers, and the broker then disconnects the consumer; the redelivery, asked while the consumer
+  reconnects, raises the client's consumer epoch (ConsumerImpl.redeliverUnacknowledgedMessages
+  on Exclusive and Failover) without reaching the broker, which goes on dispatching with the epoch
+  the reconnection brought, and the client drops every such message as stale. Asked 500 ms after
+  the seek, when the consumer is back, the same redelivery brings m2.
+
+The model owes m2 in both programs, so the suite reports the Java client's as a loss; found by
+the nightly of `redelivery_count_and_dead_letter[Exclusive]` with `--client java`.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from fixtures.targets.loader import pulsar_target
+from model import ops as o
+from model.spec import Spec, SubscriptionType
+from suites.broker.test_seek_to_a_batch_index import Logged, _received
+from suites.machines import as_run
+from suites.replay.stored import replay
+
+pytestmark = pytest.mark.broker
+
+m = o.MessageId
+
+
+@pytest.fixture(scope="module", params=["java", "python"])
+def client(request, pulsar_broker):
+    name = request.param
+    target = pulsar_target(pulsar_broker.service_url, pulsar_broker.admin_url, controller=pulsar_broker.controller,
+                           client=name, version=pulsar_broker.version)
+    yield name, target
+    target.close()
+
+
+def _sought_then_asked_again(client, names, *, wait_ms: int):
+    name, target = client
+    spec = as_run(Spec(subscription_type=SubscriptionType.EXCLUSIVE), target)
+    target.reset(spec, names.topic().rsplit("/", 1)[1])
+    logged = Logged(target)
+    logged.invoke(o.Subscribe(consumer="c0"))
+    for _ in range(3):
+        logged.invoke(o.Send())
+    assert _received(logged, "c0") == [m(0), m(1), m(2)]
+    assert logged.invoke(o.Seek(consumer="c0", message=m(1))).outcome is o.Outcome.OK
+    if wait_ms:
+        logged.invoke(o.Tick(ms=wait_ms))
+    assert logged.invoke(o.RedeliverUnacknowledgedMessages(consumer="c0")).outcome is o.Outcome.OK
+    return spec, logged
+
+
+@pytest.mark.guarantee("no-loss")
+def test_kd37_a_redelivery_asked_right_after_a_seek_stops_the_java_consumer(client, names):
+    spec, logged = _sought_then_asked_again(client, names, wait_ms=0)
+    got = _received(logged, "c0")
+    replayed = replay(spec, logged.history, drained=True)
+    if client[0] == "java":
+        assert got == []
+        assert replayed.verdict.violation.guarantee.value == "no-loss"
+    else:
+        assert got == [m(2), m(2)]
+        assert replayed.step is None
+
+
+@pytest.mark.parametrize("client", ["java"], indirect=True)
+@pytest.mark.guarantee("no-loss")
+def test_the_same_redelivery_asked_once_the_consumer_is_back_brings_what_is_owed(client, names):
+    spec, logged = _sought_then_asked_again(client, names, wait_ms=500)
+    assert m(2) in _received(logged, "c0")
+    assert replay(spec, logged.history, drained=True).step is None

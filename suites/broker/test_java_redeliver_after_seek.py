@@ -20,10 +20,9 @@ from __future__ import annotations
 
 import pytest
 
-from fixtures.targets.loader import pulsar_target
 from model import ops as o
 from model.spec import Spec, SubscriptionType
-from suites.broker.test_seek_to_a_batch_index import Logged, _received
+from suites.broker.logged import Logged, client_target, received
 from suites.machines import as_run
 from suites.replay.stored import replay
 
@@ -34,11 +33,7 @@ m = o.MessageId
 
 @pytest.fixture(scope="module", params=["java", "python"])
 def client(request, pulsar_broker):
-    name = request.param
-    target = pulsar_target(pulsar_broker.service_url, pulsar_broker.admin_url, controller=pulsar_broker.controller,
-                           client=name, version=pulsar_broker.version)
-    yield name, target
-    target.close()
+    yield from client_target(request.param, pulsar_broker)
 
 
 def _sought_then_asked_again(client, names, *, wait_ms: int):
@@ -49,7 +44,7 @@ def _sought_then_asked_again(client, names, *, wait_ms: int):
     logged.invoke(o.Subscribe(consumer="c0"))
     for _ in range(3):
         logged.invoke(o.Send())
-    assert _received(logged, "c0") == [m(0), m(1), m(2)]
+    assert received(logged, "c0") == [m(0), m(1), m(2)]
     assert logged.invoke(o.Seek(consumer="c0", message=m(1))).outcome is o.Outcome.OK
     if wait_ms:
         logged.invoke(o.Tick(ms=wait_ms))
@@ -60,7 +55,7 @@ def _sought_then_asked_again(client, names, *, wait_ms: int):
 @pytest.mark.guarantee("no-loss")
 def test_kd37_a_redelivery_asked_right_after_a_seek_stops_the_java_consumer(client, names):
     spec, logged = _sought_then_asked_again(client, names, wait_ms=0)
-    got = _received(logged, "c0")
+    got = received(logged, "c0")
     replayed = replay(spec, logged.history, drained=True)
     if client[0] == "java":
         assert got == []
@@ -74,5 +69,5 @@ def test_kd37_a_redelivery_asked_right_after_a_seek_stops_the_java_consumer(clie
 @pytest.mark.guarantee("no-loss")
 def test_the_same_redelivery_asked_once_the_consumer_is_back_brings_what_is_owed(client, names):
     spec, logged = _sought_then_asked_again(client, names, wait_ms=500)
-    assert m(2) in _received(logged, "c0")
+    assert m(2) in received(logged, "c0")
     assert replay(spec, logged.history, drained=True).step is None

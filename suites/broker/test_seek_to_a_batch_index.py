@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import pytest
 
-from fixtures.targets.loader import pulsar_target
 from model import ops as o
 from model.spec import Spec, SubscriptionType
+from suites.broker.logged import Logged, client_target, received
 from suites.machines import as_run
 from suites.replay.stored import replay
 
@@ -35,30 +35,7 @@ BATCH_AGAIN = {"python": [m(0, 0), m(0, 1), m(0, 2), m(1)], "go": [m(0, 0), m(0,
 
 @pytest.fixture(scope="module", params=sorted(BATCH_AGAIN))
 def client(request, pulsar_broker):
-    name = request.param
-    target = pulsar_target(pulsar_broker.service_url, pulsar_broker.admin_url, controller=pulsar_broker.controller,
-                           client=name, version=pulsar_broker.version)
-    yield name, target
-    target.close()
-
-
-class Logged:
-    """The target, keeping each op and its completion for the model to check."""
-
-    def __init__(self, target):
-        self.target, self.history = target, []
-
-    def invoke(self, op: o.Op) -> o.Completion:
-        completion = self.target.invoke(op)
-        self.history.append((op, completion))
-        return completion
-
-
-def _received(target, consumer: str) -> list[o.MessageId]:
-    got = []
-    while (delivery := target.invoke(o.Receive(consumer=consumer, timeout_ms=1000)).value) is not None:
-        got.append(delivery.message)
-    return got
+    yield from client_target(request.param, pulsar_broker)
 
 
 def _sought(client, kind, names):
@@ -72,9 +49,9 @@ def _sought(client, kind, names):
     logged.invoke(o.Subscribe(consumer="a"))
     logged.invoke(o.Send(keys=(None, None, None), batched=True))
     logged.invoke(o.Send())
-    assert _received(logged, "a") == [m(0, 0), m(0, 1), m(0, 2), m(1)]
+    assert received(logged, "a") == [m(0, 0), m(0, 1), m(0, 2), m(1)]
     assert logged.invoke(o.Seek(consumer="a", message=m(0, 1))).outcome is o.Outcome.OK
-    assert _received(logged, "a") == [m(0, 2), m(1)]
+    assert received(logged, "a") == [m(0, 2), m(1)]
     return spec, logged
 
 
@@ -84,7 +61,7 @@ def _then_b(logged, *, reopen: o.Op | None = None) -> list[o.MessageId]:
     if reopen is not None:
         assert logged.invoke(reopen).outcome is o.Outcome.OK
     logged.invoke(o.Subscribe(consumer="b"))
-    return _received(logged, "b")
+    return received(logged, "b")
 
 
 @pytest.mark.parametrize("kind", [SubscriptionType.SHARED, SubscriptionType.EXCLUSIVE], ids=["Shared", "Exclusive"])
@@ -121,7 +98,7 @@ def test_after_a_reopening_the_seeking_consumer_still_skips_what_its_seek_acknow
     acknowledged, a reopened topic owes to every consumer but the one that sought."""
     spec, logged = _sought(client, kind, names)
     assert logged.invoke(o.Unload()).outcome is o.Outcome.OK
-    assert _received(logged, "a") == [m(0, 2), m(1)]
+    assert received(logged, "a") == [m(0, 2), m(1)]
     assert _then_b(logged) == [m(0, 0), m(0, 1), m(0, 2), m(1)]
     assert replay(spec, logged.history, drained=True).step is None
 

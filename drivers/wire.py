@@ -62,6 +62,8 @@ def needs(kinds: Iterable[str], spec: Spec) -> list[str]:
         wanted.append("redeliver_unacknowledged")
     if "seek" in kinds:
         wanted.append("seek_by_id")
+        if spec.seek_sends_batch_index:
+            wanted.append("seek_batch_index")
     if spec.client_batch_index_ack:
         wanted.append("batch_index_ack")
     if spec.receiver_queue_size == 0:

@@ -37,7 +37,7 @@ NOT_APPLICABLE = {
     ("dead_letter_by_nack", "Shared-dlq2"), ("dead_letter_by_nack", "Key_Shared-dlq1"),
     ("batches", "Shared-batch-index-ack"), ("batches", "Exclusive-batch-index-ack"),
     ("cumulative_ack", "Exclusive-batch-index-ack"),
-    ("seek", "Shared-batch-index-ack"), ("receiver_queue", "Shared-zero-queue"),
+    ("seek", "Shared-batch-index-ack"), ("seek", "Shared-seek-batch-index"), ("receiver_queue", "Shared-zero-queue"),
     ("zero_queue", "Shared"), ("zero_queue", "Exclusive"), ("persistence", "Exclusive-ack-receipts"),
     ("negative_ack", "Shared-backoff"), ("network_cut", "Shared"), ("network_cut", "Key_Shared"),
     ("network_delay", "Shared"),

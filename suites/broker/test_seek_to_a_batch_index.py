@@ -99,6 +99,7 @@ def test_after_a_reopening_the_seeking_consumer_still_skips_what_its_seek_acknow
     spec, logged = _sought(client, kind, names)
     assert logged.invoke(o.Unload()).outcome is o.Outcome.OK
     assert received(logged, "a") == [m(0, 2), m(1)]
+    assert replay(spec, logged.history, drained=True).step is None  # a drained: nothing it is owed is missing
     assert _then_b(logged) == [m(0, 0), m(0, 1), m(0, 2), m(1)]
     assert replay(spec, logged.history, drained=True).step is None
 

@@ -101,7 +101,8 @@ CHECKS = (
           guarantees=EVERY_PROGRAM | ACKS | {G.CURSOR, G.EXCLUSIVE}),
     # The Java client's seek to a batch index acknowledges the indexes before it (KD-8): a spec of
     # its own, so that the model target checks that rule too; not applicable for a client whose
-    # driver does not declare `seek_batch_index`, as the other specs are for the Java client its rule.
+    # driver does not declare `seek_batch_index` (the Java client's runs of the other specs take its
+    # rule from its handshake: suites/machines.as_run).
     Check(area="seek", kinds=BASE + ("acknowledge", "seek"),
           specs={"Exclusive": EXCLUSIVE, "Shared": SHARED,
                  "Shared-batch-index-ack": SHARED.with_(client_batch_index_ack=True),

@@ -38,12 +38,14 @@ CAPABILITIES = {
     "seek_by_id": "consumer.seek(message id)",
     "seek_batch_index": "a seek to an index of a batch sends the index; the indexes before it stay acknowledged "
                         "(spec seek_sends_batch_index, set from the hello)",
+    "seek_acks_skipped": "the client acknowledges what a seek makes it skip (before its start message id): "
+                         "the target never comes to another consumer (spec seek_acks_skipped, set from the hello)",
     "redelivery_count": "a received message's redelivery count (Message.getRedeliveryCount())",
     "tls_client_cert": "a client certificate for mutual TLS (hello auth.tls_cert, auth.tls_key)",
 }
 # Of those, the ones that say what the client does where clients differ, not what it can be set to:
 # the suite checks the client against the rule they name (suites/machines.as_run).
-BEHAVIOURS = ("seek_batch_index",)
+BEHAVIOURS = ("seek_batch_index", "seek_acks_skipped")
 # The ops that ask the broker for a redelivery it counts (on Shared and Key_Shared); with the ack
 # timeout, a spec setting, they are the programs in which a message may come with a count above 0.
 COUNTED_REDELIVERIES = ("negative_acknowledge", "redeliver_unacknowledged_messages")
@@ -64,6 +66,8 @@ def needs(kinds: Iterable[str], spec: Spec) -> list[str]:
         wanted.append("seek_by_id")
         if spec.seek_sends_batch_index:
             wanted.append("seek_batch_index")
+        if spec.seek_acks_skipped:
+            wanted.append("seek_acks_skipped")
     if spec.client_batch_index_ack:
         wanted.append("batch_index_ack")
     if spec.receiver_queue_size == 0:

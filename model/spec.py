@@ -109,6 +109,11 @@ class Spec:
     # ConsumerImpl.seekAsync; the C++ and Go clients send the entry only: shown by
     # suites/broker/test_seek_to_a_batch_index.py). Set from the driver's `seek_batch_index`.
     seek_sends_batch_index: bool = False
+    # The seeking consumer's client acknowledges what it skips as before its start message id (the
+    # Go client's partitionConsumer.MessageReceived: messageShouldBeDiscarded, then AckID), so the
+    # seek's target never comes to another consumer; the C++ and Java clients only skip it (shown
+    # by suites/broker/test_what_a_seek_skips.py). Set from the driver's `seek_acks_skipped`.
+    seek_acks_skipped: bool = False
     # how many deliveries the application sees before the DLQ: C++/Java max+1, Go max
     dlq_deliveries_are_max_plus_one: bool = True
 
@@ -186,4 +191,6 @@ class Spec:
             flags.append(f"dlq-max={self.max_redeliver_count}")
         if self.seek_sends_batch_index:
             flags.append("seek-sends-batch-index")
+        if self.seek_acks_skipped:
+            flags.append("seek-acks-skipped")
         return ", ".join(flags)

@@ -270,13 +270,15 @@ def performable(kinds: tuple[str, ...], target) -> tuple[str, ...]:
 def as_run(spec: Spec, target) -> Spec:
     """The spec naming the client that really runs it: the one a driver named in its handshake
     (the catalog's specs name the default, python-3.13), so that histories and reports say it,
-    with what the driver declared its client does where clients differ (`seek_batch_index`)."""
+    with what the driver declared its client does where clients differ (`seek_batch_index`,
+    `seek_acks_skipped`)."""
     from fixtures.targets.protocol import client_running, declares
 
     client = client_running(target)
     if not client:
         return spec
-    return spec.with_(client=client, seek_sends_batch_index=declares(target, "seek_batch_index"))
+    return spec.with_(client=client, seek_sends_batch_index=declares(target, "seek_batch_index"),
+                      seek_acks_skipped=declares(target, "seek_acks_skipped"))
 
 
 def verify(check, spec: Spec, target, program_ids, target_name: str, config) -> None:

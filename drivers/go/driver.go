@@ -40,7 +40,7 @@ var (
 	ops = []string{"send", "subscribe", "receive", "acknowledge", "acknowledge_cumulative",
 		"negative_acknowledge", "close", "seek", "tick"}
 	capabilities = []string{"nack_backoff", "ack_grouping_time", "batch_index_ack", "receiver_queue_0",
-		"dead_letter_policy", "seek_by_id", "redelivery_count", "tls_client_cert"}
+		"dead_letter_policy", "seek_by_id", "seek_acks_skipped", "redelivery_count", "tls_client_cert"}
 	exactNackTime = int64(0)
 	consumerTypes = map[string]pulsar.SubscriptionType{
 		"Exclusive": pulsar.Exclusive, "Failover": pulsar.Failover, "Shared": pulsar.Shared,

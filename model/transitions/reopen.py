@@ -32,7 +32,10 @@ def seek(state: State, op: o.Seek, completion: o.Completion) -> Result:
     does deliver the target is allowed too: the model only stops owing it. A client that sends the
     batch index (`spec.seek_sends_batch_index`, the Java client) has the indexes before it
     acknowledged for the subscription (`acked_by_seek`): no consumer gets them again until the
-    topic is reopened (shown by suites/broker/test_seek_to_a_batch_index.py).
+    topic is reopened (shown by suites/broker/test_seek_to_a_batch_index.py). A client that
+    acknowledges what it skips (`spec.seek_acks_skipped`, the Go client) sends that ack when the
+    copy the reset dispatches reaches it: the target (and, for a batch, the indexes up to it) may
+    come to another consumer, and is owed to none (shown by suites/broker/test_what_a_seek_skips.py).
 
     A seek that failed did nothing; one whose outcome is unknown may have done nothing: the C++
     client answers NotConnected, without sending anything, while its consumer reconnects after an
@@ -50,7 +53,7 @@ def _seek(state: State, op: o.Seek) -> State:
     state = flush_acks(state, op.consumer)
     target = op.message.entry
     acked_before = op.message.index if state.spec.seek_sends_batch_index else -1
-    changed = {}
+    changed, skip_acks = {}, []
     for message in state.messages:
         if message.id.entry == target and message.id.index < acked_before:
             changed[message.id] = message.with_(status=ACKED, holder=None, ack_confirmed=False, ack_may_be_dropped=False,
@@ -58,6 +61,17 @@ def _seek(state: State, op: o.Seek) -> State:
                                                 dead_letter_unsure=False, copy_held_by=None, acked_by_seek=op.consumer)
         elif message.id.entry >= target:
             skipped = message.id.entry == target and message.id.index <= op.message.index
+            if skipped and state.spec.seek_acks_skipped:
+                # Its client acknowledges the copy the reset sends it, unseen: an ack that may not
+                # be sent (the consumer gone before the copy came, or another consumer got it).
+                skip_acks.append(("individual", message.id))
+                changed[message.id] = message.with_(status=ACKED, holder=None, ack_confirmed=False,
+                                                    ack_may_be_dropped=True, redelivery_from=None,
+                                                    redelivery_by=None, count_lo=0, count_hi=message.count_hi + 1,
+                                                    extra_deliveries=max(message.extra_deliveries + int(message.delivered), 1),
+                                                    skipped_by=None, dead_letter_unsure=False, copy_held_by=None,
+                                                    acked_by_seek=None)
+                continue
             changed[message.id] = message.with_(status=AVAILABLE, holder=None, redelivery_from=None, redelivery_by=None,
                                                 ack_confirmed=False, count_lo=0, count_hi=message.count_hi + 1,
                                                 extra_deliveries=message.extra_deliveries + int(message.delivered),
@@ -70,7 +84,8 @@ def _seek(state: State, op: o.Seek) -> State:
     state = unstall(replace_messages(state, changed))
     # The broker disconnects the subscription's consumers after the reset (the Java client's seek
     # completes before they are back).
-    consumers = tuple(c.with_(last_first_delivery=-1, reconnecting=c.connected and state.spec.ack_receipts)
+    consumers = tuple(c.with_(last_first_delivery=-1, reconnecting=c.connected and state.spec.ack_receipts,
+                              pending_acks=c.pending_acks + tuple(skip_acks) if c.name == op.consumer else c.pending_acks)
                       for c in state.consumers)
     return state.with_(cursor=cur.reset(state.cursor, target), consumers=consumers, disconnected_serial=state.serial + 1)
 

@@ -99,14 +99,16 @@ CHECKS = (
           specs={"Shared": SHARED, "Shared-batch-index-ack": SHARED.with_(client_batch_index_ack=True),
                  "Exclusive-batch-index-ack": EXCLUSIVE.with_(client_batch_index_ack=True)},
           guarantees=EVERY_PROGRAM | ACKS | {G.CURSOR, G.EXCLUSIVE}),
-    # The Java client's seek to a batch index acknowledges the indexes before it (KD-8): a spec of
-    # its own, so that the model target checks that rule too; not applicable for a client whose
-    # driver does not declare `seek_batch_index` (the Java client's runs of the other specs take its
-    # rule from its handshake: suites/machines.as_run).
-    Check(area="seek", kinds=BASE + ("acknowledge", "seek"),
+    # The Java client's seek to a batch index acknowledges the indexes before it (KD-8), and the Go
+    # client acknowledges what its seek skips: a spec each, so that the model target checks those
+    # rules too; not applicable for a client whose driver does not declare `seek_batch_index` or
+    # `seek_acks_skipped` (a client's runs of the other specs take its rules from its handshake:
+    # suites/machines.as_run). A close hands what the seeker skipped to the others.
+    Check(area="seek", kinds=BASE + ("acknowledge", "seek", "close"),
           specs={"Exclusive": EXCLUSIVE, "Shared": SHARED,
                  "Shared-batch-index-ack": SHARED.with_(client_batch_index_ack=True),
-                 "Shared-seek-batch-index": SHARED.with_(seek_sends_batch_index=True)},
+                 "Shared-seek-batch-index": SHARED.with_(seek_sends_batch_index=True),
+                 "Shared-seek-acks-skipped": SHARED.with_(seek_acks_skipped=True, client_batch_index_ack=True)},
           guarantees=EVERY_PROGRAM | ACKS | {G.EXCLUSIVE}),
     Check(area="receiver_queue", kinds=BASE + ("acknowledge", "close", "drain_others"),
           specs={"Shared-queue-1": SHARED.with_(receiver_queue_size=1), "Shared-queue-3": SHARED.with_(receiver_queue_size=3),

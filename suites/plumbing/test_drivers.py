@@ -109,13 +109,16 @@ def test_a_spec_names_the_client_the_driver_named_in_its_handshake(tmp_path):
         assert not as_run(Spec(seek_sends_batch_index=True), target).seek_sends_batch_index
         target.client = {**target.client, "capabilities": [*target.client["capabilities"], "seek_batch_index"]}
         assert as_run(Spec(), RecordingTarget(target, tmp_path)).seek_sends_batch_index
+        assert not as_run(Spec(seek_acks_skipped=True), target).seek_acks_skipped
+        target.client = {**target.client, "capabilities": [*target.client["capabilities"], "seek_acks_skipped"]}
+        assert as_run(Spec(), RecordingTarget(target, tmp_path)).seek_acks_skipped
     finally:
         target.close()
 
 
 def test_every_catalog_check_asks_only_what_the_python_client_declares():
     """With --client python no check is skipped as not applicable but those of ack receipts and
-    the nack backoff (the C++ client has neither), and the Java client's seek rule: the
+    the nack backoff (the C++ client has neither), and the Java and Go clients' seek rules: the
     catalog's other specs need only what pulsar-client offers (drivers/python/driver.py's CAPABILITIES)."""
     from drivers.python.driver import CAPABILITIES
 
@@ -127,7 +130,8 @@ def test_every_catalog_check_asks_only_what_the_python_client_declares():
     lacking = {(c.area, name): wire.lacking(hello, c.kinds, s) for c in CHECKS for name, s in c.specs.items()}
     assert {cell: need for cell, need in lacking.items() if need} == {
         ("persistence", "Exclusive-ack-receipts"): ["ack_receipts"], ("negative_ack", "Shared-backoff"): ["nack_backoff"],
-        ("seek", "Shared-seek-batch-index"): ["seek_batch_index"]}
+        ("seek", "Shared-seek-batch-index"): ["seek_batch_index"],
+        ("seek", "Shared-seek-acks-skipped"): ["seek_acks_skipped"]}
     assert wire.lacking({**hello, "capabilities": []}, ("send", "seek"), Spec()) == ["seek_by_id"]
 
 

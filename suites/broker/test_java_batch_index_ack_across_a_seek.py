@@ -11,8 +11,9 @@ model owes m1.0 once more.
   acknowledged. The broker closes the consumer before it resets the cursor, so when the seek's
   answer comes the client is not connected and `flushAndClean` sends nothing; it then clears the
   whole-message and cumulative acks it holds but not the batch-index ones
-  (PersistentAcknowledgmentsGroupingTracker.flushAndClean), which the reconnected consumer sends
-  (ConsumerImpl.connectionOpened flushes during a seek): they land after the reset. A
+  (PersistentAcknowledgmentsGroupingTracker.flushAndClean), which the consumer sends once it is
+  connected again (its ack grouping timer, or the flush ConsumerImpl.connectionOpened does during a
+  seek): they land after the reset. A
   whole-message ack pending at the same moment is dropped, and its message comes again.
 
 The same ack flushed before the seek (400 ms later) is undone by it with the Java client too.

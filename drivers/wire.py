@@ -43,9 +43,10 @@ CAPABILITIES = {
     "redelivery_count": "a received message's redelivery count (Message.getRedeliveryCount())",
     "tls_client_cert": "a client certificate for mutual TLS (hello auth.tls_cert, auth.tls_key)",
 }
-# Of those, the ones that say what the client does where clients differ, not what it can be set to:
-# the suite checks the client against the rule they name (suites/machines.as_run).
-BEHAVIOURS = ("seek_batch_index", "seek_acks_skipped")
+# Of those, the ones that say what the client does where clients differ, not what it can be set to,
+# each with the Spec field that holds it: the suite checks the client against the rule they name
+# (suites/machines.as_run sets the field from the driver's hello).
+BEHAVIOURS = {"seek_batch_index": "seek_sends_batch_index", "seek_acks_skipped": "seek_acks_skipped"}
 # The ops that ask the broker for a redelivery it counts (on Shared and Key_Shared); with the ack
 # timeout, a spec setting, they are the programs in which a message may come with a count above 0.
 COUNTED_REDELIVERIES = ("negative_acknowledge", "redeliver_unacknowledged_messages")
@@ -64,10 +65,7 @@ def needs(kinds: Iterable[str], spec: Spec) -> list[str]:
         wanted.append("redeliver_unacknowledged")
     if "seek" in kinds:
         wanted.append("seek_by_id")
-        if spec.seek_sends_batch_index:
-            wanted.append("seek_batch_index")
-        if spec.seek_acks_skipped:
-            wanted.append("seek_acks_skipped")
+        wanted += [behaviour for behaviour, field in BEHAVIOURS.items() if getattr(spec, field)]
     if spec.client_batch_index_ack:
         wanted.append("batch_index_ack")
     if spec.receiver_queue_size == 0:

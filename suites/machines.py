@@ -272,13 +272,13 @@ def as_run(spec: Spec, target) -> Spec:
     (the catalog's specs name the default, python-3.13), so that histories and reports say it,
     with what the driver declared its client does where clients differ (`seek_batch_index`,
     `seek_acks_skipped`)."""
+    from drivers.wire import BEHAVIOURS
     from fixtures.targets.protocol import client_running, declares
 
     client = client_running(target)
     if not client:
         return spec
-    return spec.with_(client=client, seek_sends_batch_index=declares(target, "seek_batch_index"),
-                      seek_acks_skipped=declares(target, "seek_acks_skipped"))
+    return spec.with_(client=client, **{field: declares(target, behaviour) for behaviour, field in BEHAVIOURS.items()})
 
 
 def verify(check, spec: Spec, target, program_ids, target_name: str, config) -> None:

@@ -61,22 +61,20 @@ def _seek(state: State, op: o.Seek) -> State:
                                                 dead_letter_unsure=False, copy_held_by=None, acked_by_seek=op.consumer)
         elif message.id.entry >= target:
             skipped = message.id.entry == target and message.id.index <= op.message.index
+            # Dispatched again from the reset, counted from 0 (any copy queued keeps its count).
+            reset = dict(holder=None, redelivery_from=None, redelivery_by=None, ack_confirmed=False, count_lo=0,
+                         count_hi=message.count_hi + 1, dead_letter_unsure=False, copy_held_by=None,
+                         acked_by_seek=None)
+            again = message.extra_deliveries + int(message.delivered)
             if skipped and state.spec.seek_acks_skipped:
                 # Its client acknowledges the copy the reset sends it, unseen: an ack that may not
                 # be sent (the consumer gone before the copy came, or another consumer got it).
                 skip_acks.append(("individual", message.id))
-                changed[message.id] = message.with_(status=ACKED, holder=None, ack_confirmed=False,
-                                                    ack_may_be_dropped=True, redelivery_from=None,
-                                                    redelivery_by=None, count_lo=0, count_hi=message.count_hi + 1,
-                                                    extra_deliveries=max(message.extra_deliveries + int(message.delivered), 1),
-                                                    skipped_by=None, dead_letter_unsure=False, copy_held_by=None,
-                                                    acked_by_seek=None)
+                changed[message.id] = message.with_(status=ACKED, ack_may_be_dropped=True, skipped_by=None,
+                                                    extra_deliveries=max(again, 1), **reset)
                 continue
-            changed[message.id] = message.with_(status=AVAILABLE, holder=None, redelivery_from=None, redelivery_by=None,
-                                                ack_confirmed=False, count_lo=0, count_hi=message.count_hi + 1,
-                                                extra_deliveries=message.extra_deliveries + int(message.delivered),
-                                                skipped_by=op.consumer if skipped else None, dead_letter_unsure=False,
-                                                ack_may_be_dropped=False, copy_held_by=None, acked_by_seek=None)
+            changed[message.id] = message.with_(status=AVAILABLE, ack_may_be_dropped=False, extra_deliveries=again,
+                                                skipped_by=op.consumer if skipped else None, **reset)
         elif message.status is not ACKED or not message.ack_confirmed:
             changed[message.id] = message.with_(status=ACKED, holder=None, ack_confirmed=True, ack_may_be_dropped=False,
                                                 extra_deliveries=0, redelivery_from=None, redelivery_by=None,

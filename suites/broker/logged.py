@@ -22,6 +22,15 @@ class Logged:
     def __init__(self, target):
         self.target, self.history = target, []
 
+    @classmethod
+    def fresh(cls, target, spec, names, *ops: o.Op) -> Logged:
+        """The target on a new topic of the test's (`names`), checked under `spec`, with `ops` done."""
+        target.reset(spec, names.topic().rsplit("/", 1)[1])
+        logged = cls(target)
+        for op in ops:
+            logged.invoke(op)
+        return logged
+
     def invoke(self, op: o.Op) -> o.Completion:
         completion = self.target.invoke(op)
         self.history.append((op, completion))

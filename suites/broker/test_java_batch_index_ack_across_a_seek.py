@@ -47,12 +47,8 @@ def _acked_then_sought(client, names, acked: o.MessageId, *, wait_ms: int = 0, g
     name, target = client
     spec = as_run(Spec(subscription_type=SubscriptionType.SHARED, client_batch_index_ack=True,
                        ack_grouping_ms=grouping_ms), target)
-    target.reset(spec, names.topic().rsplit("/", 1)[1])
-    logged = Logged(target)
-    logged.invoke(o.Subscribe(consumer="c0"))
-    logged.invoke(o.Send())
-    logged.invoke(o.Send(keys=(None, None, None), batched=True))
-    logged.invoke(o.Send())
+    logged = Logged.fresh(target, spec, names, o.Subscribe(consumer="c0"), o.Send(),
+                          o.Send(keys=(None, None, None), batched=True), o.Send())
     assert received(logged, "c0") == [m(0), m(1, 0), m(1, 1), m(1, 2), m(2)]
     assert logged.invoke(o.Acknowledge(consumer="c0", message=acked)).outcome is o.Outcome.OK
     if wait_ms:

@@ -39,11 +39,7 @@ def client(request, pulsar_broker):
 def _sought_then_asked_again(client, names, *, wait_ms: int):
     name, target = client
     spec = as_run(Spec(subscription_type=SubscriptionType.EXCLUSIVE), target)
-    target.reset(spec, names.topic().rsplit("/", 1)[1])
-    logged = Logged(target)
-    logged.invoke(o.Subscribe(consumer="c0"))
-    for _ in range(3):
-        logged.invoke(o.Send())
+    logged = Logged.fresh(target, spec, names, o.Subscribe(consumer="c0"), o.Send(), o.Send(), o.Send())
     assert received(logged, "c0") == [m(0), m(1), m(2)]
     assert logged.invoke(o.Seek(consumer="c0", message=m(1))).outcome is o.Outcome.OK
     if wait_ms:

@@ -44,11 +44,8 @@ def _sought(client, kind, names):
     name, target = client
     spec = as_run(Spec(subscription_type=kind), target)
     assert spec.seek_sends_batch_index is (name == "java")
-    target.reset(spec, names.topic().rsplit("/", 1)[1])
-    logged = Logged(target)
-    logged.invoke(o.Subscribe(consumer="a"))
-    logged.invoke(o.Send(keys=(None, None, None), batched=True))
-    logged.invoke(o.Send())
+    logged = Logged.fresh(target, spec, names, o.Subscribe(consumer="a"),
+                          o.Send(keys=(None, None, None), batched=True), o.Send())
     assert received(logged, "a") == [m(0, 0), m(0, 1), m(0, 2), m(1)]
     assert logged.invoke(o.Seek(consumer="a", message=m(0, 1))).outcome is o.Outcome.OK
     assert received(logged, "a") == [m(0, 2), m(1)]

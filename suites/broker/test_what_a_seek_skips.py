@@ -51,12 +51,8 @@ def test_the_next_consumer_gets_what_the_seeker_skipped_unless_its_client_acknow
     name, target = client
     spec = as_run(Spec(subscription_type=SubscriptionType.SHARED, client_batch_index_ack=batch_index_ack), target)
     assert spec.seek_acks_skipped is (name == "go")
-    target.reset(spec, names.topic().rsplit("/", 1)[1])
-    logged = Logged(target)
-    logged.invoke(o.Subscribe(consumer="c0"))
-    logged.invoke(o.Send(keys=(None, None, None), batched=True))
-    logged.invoke(o.Send())
-    logged.invoke(o.Send())
+    logged = Logged.fresh(target, spec, names, o.Subscribe(consumer="c0"),
+                          o.Send(keys=(None, None, None), batched=True), o.Send(), o.Send())
     assert received(logged, "c0") == EVERYTHING
     assert logged.invoke(o.Seek(consumer="c0", message=target_id)).outcome is o.Outcome.OK
     assert received(logged, "c0") == [i for i in EVERYTHING if i > target_id]

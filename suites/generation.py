@@ -67,7 +67,7 @@ JUST_ACKED = 8  # what a crash or a cut is worth more right after an acknowledge
 LOOK = 8
 TICKETS = 1 << 12  # the range of the draw that picks a kind by weight
 # Under a dead-letter policy: how many more copies of a counted held message a nack's candidates
-# carry, and half the nack's weight bonus while a held message is not nacked yet.
+# carry, and half the weight bonus of a nack or a redelivery request while a held message is not asked again yet.
 TOWARD_DEAD_LETTER = 3
 
 
@@ -200,6 +200,10 @@ def weight(state: State, kind: str, *, last: o.Op | None = None) -> int:
             bonus = 0 if isinstance(last, o.Unload) else 2 * _droppable(state) + 2 * holes + 2 * nacked
         case "close" | "redeliver_unacknowledged_messages":
             bonus = 2 * bool(held) + 2 * (pending or queued)
+            if kind == "redeliver_unacknowledged_messages" and state.spec.max_redeliver_count is not None:
+                # As a nack: each request takes what the consumer holds one count nearer the
+                # dead-letter topic, and the one past the limit dead-letters at once.
+                bonus += 2 * TOWARD_DEAD_LETTER * any(m.redelivery_from is None for m in held)
         case "read_cursor" | "acknowledge_cumulative":
             bonus = 2 * pending + 2 * holes + (kind == "acknowledge_cumulative") * _while_reconnecting(state)
             if kind == "read_cursor" and isinstance(last, o.Unload):

@@ -111,8 +111,8 @@ def test_ticks_land_beside_the_bounds_of_the_windows_open():
     assert beside["before"] and beside["on or after"], beside
 
 
-def _state(program):
-    verdict = start(SHARED)
+def _state(program, spec=SHARED):
+    verdict = start(spec)
     for op, completion in program:
         verdict = apply(verdict, op, completion)
     return next(iter(verdict.states))
@@ -133,6 +133,16 @@ def test_a_seek_an_unload_and_a_nack_are_worth_more_with_acks_pending():
     assert gen.weight(held, "close") > gen.weight(empty, "close")
     queued = _state(HELD[:3])  # two messages sent, none received yet
     assert gen.weight(queued, "drain_others") > gen.weight(held, "drain_others")
+
+
+def test_under_a_dead_letter_policy_a_nack_and_a_redelivery_request_are_worth_more_while_a_held_message_is_not_asked_again():
+    """Each takes a held message one count nearer the dead-letter topic, where the client's
+    dead-letter rules are (model/transitions/redelivery.py); once asked, the next one waits for the copy."""
+    policy = SHARED.with_(max_redeliver_count=1)
+    for kind in ("negative_acknowledge", "redeliver_unacknowledged_messages"):
+        assert gen.weight(_state(HELD, policy), kind) > gen.weight(_state(HELD), kind), kind
+        asked = HELD + [(o.RedeliverUnacknowledgedMessages(consumer="c0"), o.ok())]
+        assert gen.weight(_state(asked, policy), kind) == gen.weight(_state(asked), kind), kind
 
 
 def test_a_tick_is_mostly_followed_by_a_receive_and_an_unload_by_a_cursor_read():

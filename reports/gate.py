@@ -46,16 +46,21 @@ KIT_BASELINE = Path(__file__).resolve().parent / "baseline.json"  # shipped with
 
 
 def judge(summary: Summary, baseline: Baseline, *, allow_unknown: bool = False,
-          fail_on_fixed: bool = False) -> Judgement:
+          fail_on_fixed: bool = False, rerun: Summary | None = None) -> Judgement:
+    """`rerun`: the failed cells run once more; a failure the baseline does not accept whose cell
+    did not repeat it there (it passed) is reported as not repeated, not new: a real broker's rare
+    choice, or a race."""
     if not summary.results:
         raise InputError("results: no conformance test ran (did the run select any test under suites/conformance?)")
     target = summary.run.get("target")
     ours = [e for e in baseline.accepted if e.target in (None, target)]
     entries = [e for e in ours if e.for_client(summary.run)]
-    new, accepted, unsigned, mismatched = [], [], [], {}
+    new, accepted, unsigned, mismatched, not_repeated = [], [], [], {}, []
     for result in summary.results:
         if result.outcome != FAILED:
             continue
+        again = rerun.result(result.area, result.spec_id) if rerun is not None else None
+        repeated = again is None or again.outcome != PASSED
         for violation in result.violations:
             if violation.undecided:
                 continue
@@ -66,6 +71,10 @@ def judge(summary: Summary, baseline: Baseline, *, allow_unknown: bool = False,
             # the failure's own reason, where another entry of the cell matches its detail alone.
             entry = max((e for e in cell if e.signature is None or not differences(e.signature, found)),
                         key=_specificity, default=None)
+            if entry is None and not repeated:
+                if result not in not_repeated:
+                    not_repeated.append(result)
+                continue
             if entry is None:
                 why = "; ".join(f"accepted with another signature: {', '.join(differences(e.signature, found))}"
                                 for e in cell) or "not in the baseline"
@@ -106,7 +115,7 @@ def judge(summary: Summary, baseline: Baseline, *, allow_unknown: bool = False,
                      unconfirmed=tuple(unconfirmed), unsigned=tuple(unsigned),
                      other_clients=tuple(e for e in ours if e not in entries),
                      nothing_checked=nothing_checked(summary), allow_unknown=allow_unknown,
-                     fail_on_fixed=fail_on_fixed)
+                     fail_on_fixed=fail_on_fixed, not_repeated=tuple(not_repeated))
 
 
 def _specificity(entry) -> int:
@@ -143,6 +152,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--allow-unknown", action="store_true", help="unknown cells do not fail the gate")
     parser.add_argument("--fail-on-fixed", action="store_true",
                         help="baseline entries whose cell passed in this run (fixed, or not reached) fail the gate")
+    parser.add_argument("--rerun", type=Path, default=None,
+                        help="summary.json of the failed cells run once more (pytest --last-failed): a failure whose "
+                             "cell passed there did not repeat, and is shown without failing the gate")
     parser.add_argument("--markdown", type=Path, default=None,
                         help="where to write the verdict as markdown (default: gate.md next to the results)")
     args = parser.parse_args(argv)
@@ -151,7 +163,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"baseline: {args.baseline}", file=sys.stderr)
     try:
         judgement = judge(load_summary(args.results), load_baseline(args.baseline),
-                          allow_unknown=args.allow_unknown, fail_on_fixed=args.fail_on_fixed)
+                          allow_unknown=args.allow_unknown, fail_on_fixed=args.fail_on_fixed,
+                          rerun=load_summary(args.rerun) if args.rerun else None)
     except InputError as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_INPUT

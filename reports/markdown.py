@@ -159,12 +159,17 @@ def gate_markdown(judgement: Judgement) -> str:
               f"{len(judgement.fixed)} not shown · {len(judgement.unknown)} unknown · "
               + (f"{len(judgement.crashed)} known client crash(es) · " if judgement.crashed else "") +
               f"{len(judgement.unconfirmed)} baseline entries not confirmed"
+              + (f" · {len(judgement.not_repeated)} failed once, not repeated" if judgement.not_repeated else "")
               + (f" · {len(judgement.other_clients)} for other clients" if judgement.other_clients else ""), ""]
     if judgement.new:
         lines += ["### New divergences (not accepted by the baseline)", "",
                   "| area | spec | guarantee | detail | why new |", "|---|---|---|---|---|"]
         lines += [f"| {d.result.area} | {d.result.spec_id} | `{d.guarantee}` | {_cell_text(d.detail)} | "
                   f"{_cell_text(d.why)} |" for d in judgement.new] + [""]
+    if judgement.not_repeated:
+        lines += ["### Failed once, passed when run again (not repeated: shown, not failing the gate)", ""]
+        lines += [f"- **{r.area} [{r.spec_id}]**: {', '.join(f'`{g}`' for g in sorted(r.guarantees))}"
+                  for r in judgement.not_repeated] + [""]
     if judgement.unknown:
         allowed = " (allowed by --allow-unknown)" if judgement.allow_unknown else ""
         lines += [f"### Unknown, never a pass{allowed}", ""]

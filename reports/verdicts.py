@@ -96,6 +96,8 @@ class Judgement:
     other_clients: tuple[Accepted, ...] = ()  # entries for a client this run did not drive: not in this run
     unsigned: tuple[Accepted, ...] = ()  # entries without a signature that accepted a failure of this run
     nothing_checked: str | None = None  # why the run decided nothing: never a pass, whatever is allowed
+    # Failed cells that passed when run once more (the gate's --rerun): reported, not failing.
+    not_repeated: tuple[Result, ...] = ()
     allow_unknown: bool = False
     fail_on_fixed: bool = False
 

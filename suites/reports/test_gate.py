@@ -57,6 +57,24 @@ def test_a_failure_on_another_guarantee_of_an_accepted_cell_is_new(tmp_path):
     assert "now fails on order instead" in text  # the accepted no-loss is neither confirmed nor passed
 
 
+def test_a_failure_its_cell_did_not_repeat_when_run_again_is_shown_and_does_not_fail(tmp_path):
+    """What `./dev test` does with a real broker's failures: the failed cells run once more, and
+    only a failure the broker repeats is judged."""
+    first = summary(LOST, result("seek", "Shared", "failed", guarantee="no-loss", detail="m1 never came"))
+    again = tmp_path / "again"
+    again.mkdir()
+    rerun = save(again, summary(result("individual_ack", "Shared", "passed"),
+                                result("seek", "Shared", "failed", guarantee="no-loss", detail="m1 never came")))
+    code, text = run_gate(tmp_path, first, args=("--rerun", str(rerun)))
+    assert code == 1
+    assert "| seek | Shared | `no-loss` | m1 never came |" in text
+    assert "1 new divergence(s)" in text and "1 failed once, not repeated" in text
+    assert "### Failed once, passed when run again" in text and "- **individual_ack [Shared]**: `no-loss`" in text
+    rerun = save(again, summary(result("individual_ack", "Shared", "passed"), result("seek", "Shared", "passed")))
+    code, text = run_gate(tmp_path, first, args=("--rerun", str(rerun)))
+    assert code == 0 and "2 failed once, not repeated" in text
+
+
 def test_a_baseline_entry_whose_cell_passes_is_reported_not_shown(tmp_path):
     code, text = run_gate(tmp_path, summary(result("individual_ack", "Shared", "passed")), ENTRY)
     assert code == 0

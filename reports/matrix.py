@@ -149,7 +149,7 @@ def cell_text(col: Column, guarantee: str, v: Verdict, mark: dict[str, str] = MA
     specs = "spec" if n == 1 else "specs"
     if v.outcome == FAILED:
         kds = [col.accepted.get((area, c.spec_id, guarantee)) for c in v.cells for area, _ in c.failures]
-        known = ", ".join(dict.fromkeys(kd_of(e) for e in kds if e))
+        known = ", ".join(dict.fromkeys(kd for e in kds if e for kd in kd_of(e).split(", ")))
         new = sum(e is None for e in kds)
         note = "; ".join(x for x in (known, f"{new} new" if new and known else "") if x)
         return f"{mark[FAILED]} failed on {v.count(FAILED)} of {n} {specs}" + (f" ({note})" if note else "")

@@ -287,8 +287,14 @@ def _key_may_be_draining(state: State, key: str | None) -> bool:
         return False
     # Which consumer the broker gave the key's hash is unknown until a delivery shows it, and the
     # range may have moved when any consumer joined: with more than one consumer connected, a key
-    # with held messages may be draining.
-    return len(state.connected()) > 1 and any(m.key == key and m.status is HELD for m in state.messages)
+    # with held messages may be draining. So may one whose ack may have been dropped while a
+    # consumer holds a copy: the broker may have that copy pending on it, and then drains the key
+    # until that consumer acks it (shown by history
+    # broker-copy-of-a-dropped-ack-holds-its-key.redelivery_count_and_dead_letter-Key_Shared-dlq2).
+    return len(state.connected()) > 1 and any(
+        m.key == key and (m.status is HELD or (m.status is ACKED and m.ack_may_be_dropped
+                                               and state.consumer(m.copy_held_by or "") is not None))
+        for m in state.messages)
 
 
 RULES: Mapping[Guarantee, tuple[Callable[..., Violation | None], ...]] = MappingProxyType({

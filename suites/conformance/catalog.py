@@ -71,18 +71,20 @@ CHECKS = (
     Check(area="negative_ack", kinds=BASE + ("negative_acknowledge", "acknowledge", "tick"),
           specs={**ALL_TYPES, "Shared-backoff": SHARED.with_(nack_backoff=NACK_BACKOFF)},
           guarantees=EVERY_PROGRAM | ACKS | {G.EXCLUSIVE, G.KEY_SHARED_STICKINESS}),
-    # No acknowledge op: a message goes to the dead-letter topic acknowledged, so it must not come back.
-    # An unload hands the subscription to a new dispatcher, whose redelivery tracker counts from 0,
-    # while a redelivery the client asked for before it may still be asked of the new one: it moves
-    # messages back from the dead-letter topic's door. A seek hands back everything from its target,
-    # what went to the dead-letter topic too.
+    # A message goes to the dead-letter topic acknowledged, so it must not come back. The acknowledge
+    # op is there for what a redelivery request does with acks the client has not flushed yet and
+    # with a partly acked batch (mutants of those rules survived without it); the swarm leaves it
+    # out of about half the examples, which spend their steps on redeliveries. An unload hands the
+    # subscription to a new dispatcher, whose redelivery tracker counts from 0, while a redelivery
+    # the client asked for before it may still be asked of the new one: it moves messages back from
+    # the dead-letter topic's door. A seek hands back everything from its target, what went to the
+    # dead-letter topic too.
     Check(area="redelivery_count_and_dead_letter",
-          kinds=BASE + ("negative_acknowledge", "redeliver_unacknowledged_messages", "close", "tick", "crash_client",
-                        "unload", "seek"),
+          kinds=BASE + ("negative_acknowledge", "redeliver_unacknowledged_messages", "acknowledge", "close", "tick",
+                        "crash_client", "unload", "seek"),
           specs={"Shared": SHARED, "Shared-dlq1": SHARED.with_(max_redeliver_count=1),
                  "Key_Shared-dlq2": KEY_SHARED.with_(max_redeliver_count=2), "Exclusive": EXCLUSIVE},
-          guarantees=EVERY_PROGRAM | {G.DEAD_LETTER, G.NO_REDELIVERY_AFTER_ACK, G.EXCLUSIVE,
-                                      G.KEY_SHARED_STICKINESS}),
+          guarantees=EVERY_PROGRAM | ACKS | {G.DEAD_LETTER, G.EXCLUSIVE, G.KEY_SHARED_STICKINESS}),
     # The same rules with redeliveries asked only by negative_acknowledge, so that a client without
     # redeliver_unacknowledged_messages (Go) is checked on its dead-letter policy too. No close: a
     # cheap program spends its steps on nacks (Shared-dlq2: counts 0, 1, 2, then the dead-letter

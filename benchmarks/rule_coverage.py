@@ -253,8 +253,8 @@ def report_rules(cov, programs, generations: list[str], checks: list[Check]) -> 
         print(f"{g}: {len(lines) - len(below[g])} of {len(lines)} rules reached at least once per 100 programs; "
               f"under: {', '.join(under) or 'none'}")
     for rule, why in OUT_OF_REACH.items():
-        reached = [g for g in generations if rule in lines and rule not in below[g]]
-        print(f"  {rule}: " + (f"reached ({', '.join(reached)}), though listed as out of reach" if reached else why))
+        by = [g for g in generations if rule in lines and rule not in below[g]]
+        print(f"  {rule}: " + (f"reached ({', '.join(by)}), though listed as out of reach" if by else why))
     print("\n## Check areas: rules reached (of %d)" % len(lines))
     for check in checks:
         print(f"{check.area:34s} " + " ".join(

@@ -48,17 +48,29 @@ def _sought_then_asked_again(client, names, *, wait_ms: int):
     return spec, logged
 
 
+# KD-37 is a race: the request must come while the consumer reconnects. Under CI's load a Java
+# consumer was once back in time and got m2, which the model accepts; the test tries again.
+TRIES = 4
+
+
 @pytest.mark.guarantee("no-loss")
 def test_kd37_a_redelivery_asked_right_after_a_seek_stops_the_java_consumer(client, names):
-    spec, logged = _sought_then_asked_again(client, names, wait_ms=0)
-    got = received(logged, "c0")
-    replayed = replay(spec, logged.history, drained=True)
-    if client[0] == "java":
-        assert got == []
-        assert replayed.verdict.violation.guarantee.value == "no-loss"
-    else:
-        assert got == [m(2), m(2)]
-        assert replayed.step is None
+    if client[0] != "java":
+        spec, logged = _sought_then_asked_again(client, names, wait_ms=0)
+        assert received(logged, "c0") == [m(2), m(2)]
+        assert replay(spec, logged.history, drained=True).step is None
+        return
+    seen = []
+    for _ in range(TRIES):
+        spec, logged = _sought_then_asked_again(client, names, wait_ms=0)
+        got = received(logged, "c0")
+        replayed = replay(spec, logged.history, drained=True)
+        seen.append(got)
+        if got == []:
+            assert replayed.verdict.violation.guarantee.value == "no-loss"
+            return
+        assert m(2) in got and replayed.step is None, (got, replayed)
+    pytest.fail(f"in {TRIES} tries the Java consumer always got m2 ({seen}): KD-37 may be fixed in this client")
 
 
 @pytest.mark.parametrize("client", ["java"], indirect=True)

@@ -136,6 +136,10 @@ class Consumer:
     # model cannot tell when its client is back; an acknowledge made meanwhile returns without a
     # receipt (the Java client asks for one only on a connection).
     reconnecting: bool = False
+    # The serial when the model last learned it was back from a disconnection (reconnect.py, `back`):
+    # it rejoined the dispatcher at some moment before, maybe after a key was bound to another
+    # consumer (model/transitions/consumers.py, `bind_key`).
+    back_serial: int = -1
 
     # with_(**changes): `dataclasses.replace(self, **changes)`, made fast by model.records (set below).
 

@@ -194,9 +194,13 @@ def bind_key(state: State, message: Message, consumer: Consumer) -> State:
     earliest_dispatch = max(message.serial, consumer.serial)
     # A consumer that may still be reconnecting after an unload joins the new dispatcher after
     # this dispatch, and may take the key's hash range then (shown by history
-    # broker-key-bound-while-its-owner-reconnects-moves-to-it.traces-Key_Shared).
+    # broker-key-bound-while-its-owner-reconnects-moves-to-it.traces-Key_Shared); so may one known
+    # to be back only since the earliest dispatch: it rejoined at some moment before the model
+    # learned it, maybe after the dispatch (shown by history
+    # broker-key-bound-before-a-consumer-is-known-back-moves-to-it.redelivery_count_and_dead_letter-Key_Shared-dlq2).
     may_also_receive = {c.name for c in state.connected()
-                        if (c.serial > earliest_dispatch or c.reconnecting) and c.name != consumer.name}
+                        if (c.serial > earliest_dispatch or c.reconnecting or c.back_serial >= earliest_dispatch)
+                        and c.name != consumer.name}
     # The previous owner may still receive messages of the key already in its receiver queue.
     if previous is not None:
         may_also_receive.add(previous[1])

@@ -53,7 +53,7 @@ def back(state: State, consumer: Consumer) -> State:
     reopen.py) are on their way, to land within REWIND_LAG_MS, after a Failover switch's pause."""
     if not consumer.reconnecting:
         return state
-    state = replace_consumer(state, consumer.with_(reconnecting=False))
+    state = replace_consumer(state, consumer.with_(reconnecting=False, back_serial=state.serial))
     if not state.rewinds_at_reconnect or any(c.reconnecting for c in state.connected()):
         return state
     pause = state.spec.failover_delay_ms if state.spec.subscription_type is SubscriptionType.FAILOVER else 0

@@ -218,7 +218,10 @@ def cursor_bounds(state: State, flushed: State) -> CursorBounds:
     """The bounds of a cursor read in `state`; `flushed` is the state with each connected
     consumer's pending acks applied."""
     least = frozenset(m.id.entry for m in state.messages if m.ack_confirmed and state.cursor.is_acknowledged(m.id.entry))
-    doubtful = frozenset(m.id.entry for m in state.messages if m.status is ACKED and m.extra_deliveries)
+    # An entry whose ack may still come or not: one acked with an extra delivery allowed (a crash, a
+    # dropped ack), and one its client dead-letters (model/state.py, `dead_lettered`).
+    doubtful = frozenset(m.id.entry for m in state.messages if m.status is ACKED and (
+        m.extra_deliveries or (not m.ack_confirmed and (m.dead_lettered or m.dead_letter_unsure))))
     return CursorBounds(least=least, most=flushed.cursor.acknowledged(len(state.entries)), doubtful=doubtful)
 
 

@@ -96,6 +96,11 @@ class Message:
     # Marked ACKED because the client may have sent it to the dead-letter topic (a copy with the
     # limiting count may have reached the receiver queue): unsure, not an application's ack.
     dead_letter_unsure: bool = False
+    # Sent to the dead-letter topic by its client, which acknowledges it once that send completes:
+    # at some moment after, or never (a close or a crash first); a cursor read may show the ack
+    # or not, and not showing it settles nothing (shown by history
+    # broker-dead-letter-ack-after-a-cursor-read.redelivery_count_and_dead_letter-Shared-dlq1).
+    dead_lettered: bool = False
     # Acknowledged by a client that crashed before the ack was known to reach the broker (one of
     # the extra deliveries is this doubt): nothing of that client is left to hand a copy out, so a
     # copy that comes proves the ack lost, and a cursor read settles it either way.

@@ -202,6 +202,8 @@ def settle(state: State, observed: cur.Cursor) -> State:
             changed[message.id] = message.with_(ack_confirmed=True, ack_in_doubt=False, ack_may_be_dropped=False,
                                                 extra_deliveries=max(message.extra_deliveries - doubt, 0))
         elif not acked_on_broker and message.status is ACKED and not covers(pending, message.id):
+            if message.dead_lettered or message.dead_letter_unsure:
+                continue  # its client's ack follows the dead-letter topic's send, if it comes at all
             if message.id.index >= 0:
                 # Without batch-index acks a partial batch ack is held by the client (the entry is
                 # not deleted yet); with them the broker keeps the index in the cursor's batch

@@ -101,7 +101,7 @@ def requested(state: State, message: Message, earliest: int, latest: int) -> Mes
             return message.with_(redelivery_from=earliest, redelivery_by=latest, dead_letter_unsure=True)
         # Dead-lettered by this client: copies queued elsewhere are still handed out (shown by
         # history broker-dead-lettered-copy-queued-elsewhere.redelivery_count_and_dead_letter-Shared-dlq1).
-        return message.with_(status=ACKED, holder=None, redelivery_from=None, redelivery_by=None)
+        return message.with_(status=ACKED, holder=None, redelivery_from=None, redelivery_by=None, dead_lettered=True)
     if dead_letter is None or message.dead_letter_unsure:
         # Another copy the client got may carry the count that sends it to the DLQ (or already
         # did): it may come once more or never.

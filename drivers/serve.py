@@ -125,3 +125,9 @@ def main(make_driver: Callable[[argparse.Namespace], Driver], description: str,
     args = parser.parse_args()
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
     serve(make_driver(args), die_after=args.die_after, die_by=args.die_by, die_once=args.die_once)
+    # Every reply is out: leave without running the native client's static destructors, which in
+    # an older C++ client (pulsar-client 3.5.0) abort now and then once a client was closed
+    # (SIGABRT at exit, about 1 exit in 50): how a process ends after its last reply tells nothing
+    # about acknowledgements, and a driver's death is what the suite reports as a client crash.
+    sys.stderr.flush()
+    os._exit(0)

@@ -23,10 +23,6 @@ boundary ticks.
   crashes (each costs a new client process on a broker). A network stall or slowdown, the same
   way, and right after a nack too: the redelivery request its delay leads to is sent inside the
   stall, or through the slow network.
-  A receive is worth more while a message waits for it, and an acknowledge while a batch index is
-  held and no batch is partly acked yet, or while a held message's redelivery is requested: what
-  a redelivery request, a close or a seek does with a partly acked batch is worth more to draw then.
-  Without these, a check of 12 kinds drew a partly acked batch in 1 example of 10.
 - Looks right after a change: a receive is worth more right after a tick, a cursor read right
   after an unload. A tick to just inside a window shows nothing unless a receive follows it (a
   client that ignored its nack backoff went unseen: its ticks were followed by more nacks and
@@ -69,7 +65,6 @@ JUST_ACKED = 8  # what a crash or a cut is worth more right after an acknowledge
 # What an observation is worth more right after the op whose effect it shows: a receive after a
 # tick, a cursor read after an unload or after an ack with its receipt.
 LOOK = 8
-WAITING = 2  # half what a receive is worth more while a message waits, an ack while a redelivery is requested
 TICKETS = 1 << 12  # the range of the draw that picks a kind by weight
 # Under a dead-letter policy: how many more copies of a counted held message a nack's candidates
 # carry, and half the weight bonus of a nack or a redelivery request while a held message is not asked again yet.
@@ -167,19 +162,9 @@ def weight(state: State, kind: str, *, last: o.Op | None = None) -> int:
     if kind == "receive":
         # What a tick let come (a redelivery whose window opened, a Failover pause over) shows
         # only to a receive: before the next tick or a drain past every window, or never.
-        # And while there is something to receive: what a consumer holds is what every other op
-        # acts on (acknowledged, nacked, asked again, handed back at a close or a seek).
-        waiting = any(m.status is AVAILABLE for m in state.messages) and bool(state.connected())
-        return BASE_WEIGHT + LOOK * isinstance(last, o.Tick) + 2 * WAITING * waiting
+        return BASE_WEIGHT + LOOK * isinstance(last, o.Tick)
     if kind == "acknowledge":
-        # An index of a batch acked alone leaves its entry partly acked: what comes back of it at a
-        # redelivery request, a close or a seek, the acked index with it or not, is a rule
-        # (model/transitions/redelivery.py, `entries_come_back`); and an ack of a message whose
-        # redelivery is requested races it (model/transitions/acks.py, `requested`).
-        batch_held = any(m.status is HELD and m.id.index >= 0 for m in state.messages)
-        requested = any(m.status is HELD and m.redelivery_from is not None for m in state.messages)
-        return (BASE_WEIGHT + _while_reconnecting(state) + LOOK * (batch_held and not _partly_acked(state))
-                + 2 * WAITING * requested)
+        return BASE_WEIGHT + _while_reconnecting(state)
     if kind in ("send", "subscribe", DRAIN):
         return BASE_WEIGHT
     if kind in ("crash_client", "cut_network", "stall_network", "slow_network", "restart", "crash"):
@@ -208,24 +193,19 @@ def weight(state: State, kind: str, *, last: o.Op | None = None) -> int:
             if state.spec.max_redeliver_count is not None:
                 bonus += 2 * TOWARD_DEAD_LETTER * any(m.redelivery_from is None for m in held)
         case "seek":
-            bonus = 2 * pending + 2 * queued + 2 * holes + LOOK * _partly_acked(state)
+            bonus = 2 * pending + 2 * queued + 2 * holes
         case "unload":
             # A nack's redelivery still to be asked is asked of the new dispatcher, which counts it.
             nacked = any(m.redelivery_from is not None for m in held)
             bonus = 0 if isinstance(last, o.Unload) else 2 * _droppable(state) + 2 * holes + 2 * nacked
         case "close" | "redeliver_unacknowledged_messages":
-            bonus = 2 * bool(held) + 2 * (pending or queued) + LOOK * _partly_acked(state)
+            bonus = 2 * bool(held) + 2 * (pending or queued)
             if kind == "redeliver_unacknowledged_messages" and state.spec.max_redeliver_count is not None:
                 # As a nack: each request takes what the consumer holds one count nearer the
                 # dead-letter topic, and the one past the limit dead-letters at once.
                 bonus += 2 * TOWARD_DEAD_LETTER * any(m.redelivery_from is None for m in held)
         case "read_cursor" | "acknowledge_cumulative":
             bonus = 2 * pending + 2 * holes + (kind == "acknowledge_cumulative") * _while_reconnecting(state)
-            if kind == "read_cursor" and state.spec.max_redeliver_count is not None and isinstance(
-                    last, (o.Close, o.RedeliverUnacknowledgedMessages, o.NegativeAcknowledge)):
-                # What the client dead-letters at a request past the limit, or leaves at a close,
-                # shows in the cursor (its ack of a dead-lettered message, the batch it completes).
-                bonus += LOOK
             if kind == "read_cursor" and isinstance(last, o.Unload):
                 # What the reloaded cursor kept of its holes shows at once to a read, before more
                 # acks move it.

@@ -263,7 +263,7 @@ def run_conformance(target, spec: Spec, program_ids, *, kinds=ALL_KINDS, setting
 # Steps a program has room for per kind of its check, on a deterministic target: at the ci
 # profile's 25 steps a check of 12 kinds drew a partly acked batch, two redelivery requests, a close
 # and a cursor read in one program too rarely to catch the dead-letter rules' mutants (1 to 5 runs
-# in 200, against 10 with 48 steps: `python -m benchmarks.catch_rate --mutant`).
+# in 200, against 10 with 50 steps: `python -m benchmarks.catch_rate --mutant`, BENCHMARKS.md).
 STEPS_PER_KIND = 4
 
 

@@ -202,47 +202,6 @@ def test_a_program_with_a_boundary_tick_replays_and_a_made_up_tick_does_not():
         raise AssertionError("a tick no generation offers was taken as a step of a program")
 
 
-BATCH_HELD = [(o.Subscribe(consumer="c0"), o.ok()), (o.Send(keys=(None, None, None), batched=True), o.ok()),
-              (o.Receive(consumer="c0"), o.ok(o.Delivery(message=m(0, 0), redelivery_count=0)))]
-
-
-def test_a_receive_is_worth_more_while_a_message_waits_for_it():
-    """What a consumer holds is what every other op acts on."""
-    waiting = _state(HELD[:3])  # two sent, none received
-    assert gen.weight(waiting, "receive") > gen.weight(_state(HELD), "receive")
-    assert gen.weight(_state(HELD[1:3]), "receive") == gen.BASE_WEIGHT  # no consumer to receive them
-
-
-def test_an_index_of_a_batch_is_acked_alone_and_what_comes_back_of_its_entry_is_worth_more_then():
-    """A partly acked batch is what the rules of a batch entry coming back are about
-    (model/transitions/redelivery.py, `entries_come_back`): an acknowledge is worth more while a
-    batch index is held and no batch is partly acked; then a redelivery request, a close and a
-    seek are worth more."""
-    held = _state(BATCH_HELD)
-    partly = _state(BATCH_HELD + [(o.Acknowledge(consumer="c0", message=m(0, 0)), o.ok())])
-    assert gen.weight(held, "acknowledge") > gen.weight(_state(HELD), "acknowledge")
-    assert gen.weight(partly, "acknowledge") < gen.weight(held, "acknowledge")
-    for kind in ("redeliver_unacknowledged_messages", "close", "seek"):
-        assert gen.weight(partly, kind) > gen.weight(held, kind), kind
-
-
-def test_an_ack_is_worth_more_while_the_redelivery_of_a_held_message_is_requested():
-    """The ack races the request (model/transitions/acks.py, `requested`)."""
-    asked = _state(HELD + [(o.NegativeAcknowledge(consumer="c0", message=m(0)), o.ok())])
-    assert gen.weight(asked, "acknowledge") > gen.weight(_state(HELD), "acknowledge")
-
-
-def test_under_a_dead_letter_policy_a_cursor_read_is_worth_more_right_after_a_request_or_a_close():
-    """What the client dead-letters at a request past the limit, or leaves at a close, shows in the
-    cursor; without a policy a close is followed by a read no more than by anything else."""
-    policy = SHARED.with_(max_redeliver_count=1)
-    for last in (o.Close(consumer="c0"), o.RedeliverUnacknowledgedMessages(consumer="c0"),
-                 o.NegativeAcknowledge(consumer="c0", message=m(0))):
-        assert gen.weight(_state(HELD, policy), "read_cursor", last=last) \
-            > gen.weight(_state(HELD, policy), "read_cursor", last=o.Send()), last
-        assert gen.weight(_state(HELD), "read_cursor", last=last) == gen.weight(_state(HELD), "read_cursor", last=o.Send())
-
-
 def test_a_check_of_many_kinds_gets_room_for_them_on_the_model_and_a_broker_keeps_its_program_length():
     ci = settings.get_profile("ci")
     dense = check("redelivery_count_and_dead_letter").kinds

@@ -22,9 +22,8 @@ import itertools
 import sys
 import tempfile
 import time
-from pathlib import Path
-
 from dataclasses import dataclass
+from pathlib import Path
 
 from hypothesis import Phase, settings
 

@@ -93,11 +93,14 @@ def lacking(hello: dict, kinds: Iterable[str], spec: Spec) -> list[str]:
 
 
 # -- requests ------------------------------------------------------------------------------------
-def hello(service_url: str, auth: dict | None = None) -> dict:
-    """`auth` is `Credentials.to_wire()` (fixtures/credentials.py): left out when there is none."""
+def hello(service_url: str, auth: dict | None = None, send_timeout_ms: int | None = None) -> dict:
+    """`auth` is `Credentials.to_wire()` (fixtures/credentials.py): left out when there is none, and
+    so is `send_timeout_ms` (the client's own default)."""
     request = {"type": "hello", "protocol": PROTOCOL, "service_url": service_url}
     if auth:
         request["auth"] = auth
+    if send_timeout_ms is not None:
+        request["send_timeout_ms"] = send_timeout_ms
     return request
 
 

@@ -3,6 +3,7 @@
     python -m traces generate --out CORPUS [--programs N] [--steps S] [--seed X] [--matrix FIELD=V1,V2 ...]
     python -m traces record --corpus CORPUS --out RECORDING --target model|pulsar|package.module:factory
                             [--service-url pulsar://... --admin-url http://...] [--concurrency N]
+                            [--send-timeout-ms MS]
                             [--check [--check-out CHECK]]
     python -m traces diff EXPECTED OBSERVED --out DIFF [--fail-on-divergence]
     python -m traces check CORPUS --out CHECK [--partitions N] [--fail-on-violation] [--against OLD_CHECK]
@@ -31,6 +32,10 @@ from traces.targets import TargetError, TargetSpec
 
 log = logging.getLogger("traces")
 RECORD_CONCURRENCY = 8  # programs at once per task on a broker (BENCHMARKS, "Trace recording on the broker")
+# How long a recorded send waits for the broker before it ends `info`. A corpus program restarts no
+# broker, so a send answered at all is answered within a second or two even under load, and the
+# clients' 30 s only make a producer left on a closed topic (KD-40, drivers/README.md) cost that much.
+RECORD_SEND_TIMEOUT_MS = 5_000
 
 
 def _positive(text: str) -> int:
@@ -79,6 +84,9 @@ def parser() -> argparse.ArgumentParser:
     rec.add_argument("--concurrency", type=_positive, default=None, metavar="N",
                      help="programs recorded at once per Spark task, each on a target (a client) of its own "
                           f"(default {RECORD_CONCURRENCY} on a broker, 1 on the model, whose programs never wait)")
+    rec.add_argument("--send-timeout-ms", type=_positive, default=RECORD_SEND_TIMEOUT_MS, metavar="MS",
+                     help="how long a send waits for the broker before it is recorded as of unknown outcome "
+                          f"(default {RECORD_SEND_TIMEOUT_MS}; the clients' own default is 30000)")
     rec.add_argument("--overwrite", action="store_true", help="record again from scratch")
     rec.add_argument("--check", action="store_true",
                      help="check the recording against the model once it is complete (as traces check does)")
@@ -218,7 +226,8 @@ def main(argv: list[str] | None = None) -> int:
             from fixtures.credentials import from_options
 
             target = TargetSpec(name=args.target, service_url=args.service_url, admin_url=args.admin_url,
-                                credentials=from_options(lambda name: getattr(args, name)))
+                                credentials=from_options(lambda name: getattr(args, name)),
+                                send_timeout_ms=args.send_timeout_ms)
             target.check()
             from traces.jobs import record
 

@@ -26,6 +26,7 @@ class TargetSpec:
     service_url: str | None = None
     admin_url: str | None = None
     credentials: Credentials = NONE  # never written: describe() shows the URL without its userinfo
+    send_timeout_ms: int | None = None  # a broker's clients' (drivers/PROTOCOL.md, hello); None: the client's default
 
     def check(self) -> None:
         from fixtures.targets.loader import needs_broker
@@ -73,6 +74,7 @@ class TargetSpec:
 
         try:
             return load_target(self.name, service_url=self.service_url, admin_url=self.admin_url, seed=0,
-                               credentials=self.credentials if self.service_url else None)
+                               credentials=self.credentials if self.service_url else None,
+                               send_timeout_ms=self.send_timeout_ms)
         except (TargetLoadError, TargetUnknown) as error:  # a wrong name, a broker that does not answer
             raise TargetError(str(error)) from None

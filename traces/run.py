@@ -21,9 +21,10 @@ share one. Each finished
 program is appended to the chunk's journal (JSON lines ending in a commit line) before the next
 starts; a finished chunk becomes one Parquet file, written to a temporary name and renamed, and
 its journal is removed. A restart skips finished chunks and the committed programs of a journal.
-A task records `concurrency` programs of its chunk at once, each on a target of its own (a driver
-process per program in flight on a real broker): the broker and the clients wait on windows and
-receives most of the time, so programs recorded side by side cost little more wall time than one.
+A task records `concurrency` programs at once, each on a target of its own (a driver process per
+program in flight on a real broker), from one pool across its chunks: the broker and the clients
+wait on windows and receives most of the time, so programs recorded side by side cost little more
+wall time than one.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import groupby
@@ -273,17 +274,11 @@ class _Chunk:
         self.handle = self.journal.open("a", encoding="utf-8")
         self.lock = threading.Lock()
 
-    def record(self, targets: _Targets, programs: list[list[dict]], concurrency: int) -> None:
-        """Record the chunk's programs not yet committed, `concurrency` at once; each is journaled
-        as soon as it is finished, in whatever order they finish."""
-        todo = [rows for rows in programs if rows[0]["program_id"] not in self.done]
-        if concurrency <= 1:
-            for rows in todo:
-                self._record_one(targets, rows)
-            return
-        with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="record") as pool:
-            for future in [pool.submit(self._record_one, targets, rows) for rows in todo]:
-                future.result()  # the first program whose target failed fails the task, as alone
+    def submit(self, pool: ThreadPoolExecutor, targets: _Targets, programs: list[list[dict]]) -> list[Future]:
+        """Queue the chunk's programs not yet committed on the task's pool; each is journaled as
+        soon as it is finished, in whatever order they finish."""
+        return [pool.submit(self._record_one, targets, rows) for rows in programs
+                if rows[0]["program_id"] not in self.done]
 
     def _record_one(self, targets: _Targets, rows: list[dict]) -> None:
         pid = rows[0]["program_id"]
@@ -348,15 +343,49 @@ def _programs(batches: Iterator[pa.RecordBatch]) -> Iterator[tuple[tuple[str, in
 
 def record_batches(plan: RecordPlan, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """mapInArrow body: source events (plus `chunk`) sorted by spec, chunk, program, step in;
-    one status row per finished chunk out."""
+    one status row per finished chunk out, in the order they finish.
+
+    The task's programs share one pool of `plan.concurrency` workers across its chunks: the next
+    chunk is read and its programs queued as soon as fewer than that are waiting or running, so a
+    chunk's last, slow programs (a Failover pause, a send timeout) no longer leave the other workers
+    idle until they end. The first program whose target failed fails the task, as alone."""
     targets = _Targets(plan.target)
+    open_chunks: list[tuple[_Chunk, list[Future]]] = []
+    workers = max(1, plan.concurrency)
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="record")
     try:
         for (key, number), programs in groupby(_programs(batches), key=lambda item: item[0]):
             chunk = _Chunk(plan, key, number)
-            try:
-                chunk.record(targets, [rows for _, rows in programs], plan.concurrency)
-            finally:
-                chunk.handle.close()
-            yield chunk.finish()
+            open_chunks.append((chunk, chunk.submit(pool, targets, [rows for _, rows in programs])))
+            while len(running := _running(open_chunks)) >= workers:
+                wait(running, return_when=FIRST_COMPLETED)
+                yield from _finished(open_chunks)
+            yield from _finished(open_chunks)
+        while running := _running(open_chunks):
+            wait(running, return_when=FIRST_COMPLETED)
+            yield from _finished(open_chunks)
+        yield from _finished(open_chunks)
     finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+        for chunk, _ in open_chunks:
+            chunk.handle.close()
         targets.close()
+
+
+def _running(open_chunks: list[tuple[_Chunk, list[Future]]]) -> list[Future]:
+    """The programs of the open chunks still waiting or running."""
+    return [future for _, futures in open_chunks for future in futures if not future.done()]
+
+
+def _finished(open_chunks: list[tuple[_Chunk, list[Future]]]) -> Iterator[pa.RecordBatch]:
+    """The status of each open chunk whose programs are all done, removed from `open_chunks`; the
+    error of a program whose target failed, raised."""
+    for entry in list(open_chunks):
+        chunk, futures = entry
+        for future in futures:
+            if future.done() and future.exception() is not None:
+                raise future.exception()
+        if all(future.done() for future in futures):
+            open_chunks.remove(entry)
+            chunk.handle.close()
+            yield chunk.finish()

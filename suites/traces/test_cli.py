@@ -50,3 +50,22 @@ def test_a_concurrency_below_one_is_refused(capsys):
     with pytest.raises(SystemExit) as exited:
         main(["record", "--corpus", "x", "--out", "y", "--concurrency", "0"])
     assert exited.value.code == 2 and "expected a positive number, got 0" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, asked", [([], 5_000), (["--send-timeout-ms", "30000"], 30_000)])
+def test_record_gives_the_clients_its_send_timeout(argv, asked, monkeypatch):
+    """`record`'s send timeout reaches the target, which the loader builds with it (the drivers'
+    hello: drivers/PROTOCOL.md), so that a producer left on a closed topic (KD-40) costs 5 s a send,
+    not the clients' 30 s."""
+    import fixtures.targets.loader as loader
+    import traces.cli as cli
+    from traces.jobs import record
+
+    recorded, built = [], []
+    monkeypatch.setattr(cli, "_session", lambda args: None)
+    monkeypatch.setattr(record, "run", lambda spark, corpus, out, *, target, **options: recorded.append(target))
+    monkeypatch.setattr(loader, "load_target", lambda name, **context: built.append(context))
+    assert main(["record", "--corpus", "x", "--out", "y", "--target", "pulsar", "--service-url", "pulsar://h:6650",
+                 "--admin-url", "http://h:8080", *argv, "-q"]) == 0
+    recorded[0].build()
+    assert recorded[0].send_timeout_ms == asked and built[0]["send_timeout_ms"] == asked

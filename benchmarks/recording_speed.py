@@ -27,7 +27,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from benchmarks.spark_diff import measured
+from benchmarks.spark_diff import _tree, measured
 
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
@@ -46,14 +46,9 @@ def _run(command: list[str], what: str):
 
 
 def _cpu_seconds(pid: int | None) -> float | None:
-    """The user and system CPU seconds of process `pid` so far (None: no such process to read)."""
-    if pid is None:
-        return None
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    """The CPU seconds of process `pid` and its children so far (None: no such process to read)."""
+    tree = _tree(pid) if pid is not None else {}
+    return sum(seconds for _, seconds in tree.values()) if tree else None
 
 
 def record_figures(corpus: Path, work: Path, concurrency: int, send_timeout_ms: int, service_url: str,

@@ -55,13 +55,15 @@ class Event:
     cursor: str | None = None
     sent: int | None = None
     error: str | None = None
+    partition: int | None = None  # a send's on a partitioned topic: the partition it went to
 
 
 FIELDS = tuple(f.name for f in dataclasses.fields(Event))
 _REQUIRED = ("program_id", "step", "spec_id", "spec", "op")
 _TYPES = {"program_id": str, "step": int, "spec_id": str, "spec": str, "op": str, "consumer": str, "entry": int,
           "index": int, "keys": list, "batched": bool, "ms": int, "outcome": str, "at": int, "delivered_entry": int,
-          "delivered_index": int, "redelivery_count": int, "cursor": str, "sent": int, "error": str}
+          "delivered_index": int, "redelivery_count": int, "cursor": str, "sent": int, "error": str,
+          "partition": int}
 _TYPE_NAMES = {str: "a string", int: "an integer", bool: "true or false", list: "a list"}
 
 
@@ -147,11 +149,12 @@ def event_values(program_id: str, spec: Spec, step: int, op: o.Op, completion: o
         sent = len(value)
     return (program_id, step, spec_key or spec_id(spec), spec_text or spec_json(spec), OP_KINDS[kind],
             getattr(op, "consumer", None), entry, index, keys, batched, ms, completion.outcome.value, completion.at,
-            delivered_entry, delivered_index, redelivery_count, cursor, sent, completion.error)
+            delivered_entry, delivered_index, redelivery_count, cursor, sent, completion.error, completion.partition)
 
 
 if FIELDS != ("program_id", "step", "spec_id", "spec", "op", "consumer", "entry", "index", "keys", "batched", "ms",
-              "outcome", "at", "delivered_entry", "delivered_index", "redelivery_count", "cursor", "sent", "error"):
+              "outcome", "at", "delivered_entry", "delivered_index", "redelivery_count", "cursor", "sent", "error",
+              "partition"):
     raise RuntimeError("Event's fields changed: event_values lists them in the order above")
 
 
@@ -193,7 +196,7 @@ def completion_of(event: Event) -> o.Completion:
     elif event.sent is not None:
         # Only the count is stored: the model numbers entries itself and never reads these ids.
         value = tuple(o.MessageId(0, i) for i in range(event.sent))
-    return o.Completion(outcome=outcome, at=event.at, value=value, error=event.error)
+    return o.Completion(outcome=outcome, at=event.at, value=value, error=event.error, partition=event.partition)
 
 
 def to_json_line(event: Event) -> str:

@@ -25,7 +25,9 @@ from dataclasses import dataclass
 from model import cursor as cur
 from model import ops as o
 from model.checks import check_no_loss, check_receiver_queue, owed_messages, queue_room
+from model import partitions
 from model.guarantees import Guarantee
+from model.partitions import PartitionedState
 from model.spec import Spec
 from model.state import State, initial
 from model.transitions import step
@@ -36,12 +38,18 @@ from model.violations import CursorPrefixQuestion, Either, Result, Violation
 class Verdict:
     """`ok` with the states still possible, or the violation that ruled them all out."""
 
-    states: frozenset[State]
+    states: frozenset[State | PartitionedState]
     violation: Violation | None = None
 
     @property
     def ok(self) -> bool:
         return self.violation is None
+
+    @property
+    def view(self) -> State:
+        """One of the possible states, as one topic's state (model/partitions.py's `view` of a
+        partitioned topic's): what picks a program's next op."""
+        return partitions.view(next(iter(self.states)))
 
 
 class ImpossibleStamp(ValueError):
@@ -59,7 +67,7 @@ class ImpossibleStamp(ValueError):
 
 
 def start(spec: Spec) -> Verdict:
-    return Verdict(states=frozenset({initial(spec)}))
+    return Verdict(states=frozenset({partitions.initial(spec) if spec.partitions else initial(spec)}))
 
 
 def apply(verdict: Verdict, op: o.Op, completion: o.Completion) -> Verdict:
@@ -72,7 +80,7 @@ def apply(verdict: Verdict, op: o.Op, completion: o.Completion) -> Verdict:
     for state in verdict.states:
         if completion.at < state.now:
             raise ImpossibleStamp(op, completion.at, state.now)
-        for result in _outcomes(step(state, op, completion)):
+        for result in _stepped(state, op, completion):
             if isinstance(result, Violation):
                 violations.append(result)
             else:
@@ -110,6 +118,13 @@ def decide(result: Result) -> State | Violation:
     return result.settled
 
 
+def _stepped(state: State | PartitionedState, op: o.Op, completion: o.Completion
+             ) -> tuple[State | PartitionedState | Violation, ...]:
+    if type(state) is PartitionedState:
+        return partitions.step(state, op, completion, core=step, outcomes=_outcomes)
+    return _outcomes(step(state, op, completion))
+
+
 def _outcomes(result: Result) -> tuple[State | Violation, ...]:
     """The states (or violation) one state's step leaves, each question decided."""
     if type(result) is Either:
@@ -121,7 +136,7 @@ def step_decided(state: State, op: o.Op, completion: o.Completion) -> State | Vi
     """One state's step with the solver's answer to its question: what a single-state driver (the
     model target, the trace generator) uses. Of an op's open effects it keeps the first (the op
     took effect)."""
-    return _outcomes(step(state, op, completion))[0]
+    return _stepped(state, op, completion)[0]
 
 
 def check_nothing_lost(verdict: Verdict) -> Verdict:
@@ -132,11 +147,26 @@ def check_nothing_lost(verdict: Verdict) -> Verdict:
         return verdict
     found = []
     for state in verdict.states:
-        violation = check_no_loss(state)
+        violation, owed = _per_partition(state, check_no_loss, lambda part: len(owed_messages(part)))
         if violation is None:
             return verdict
-        found.append((len(owed_messages(state)), violation))
+        found.append((owed, violation))
     return Verdict(states=frozenset(), violation=min(found, key=_rank)[1])
+
+
+def _per_partition(state: State | PartitionedState, check, rank) -> tuple[Violation | None, int]:
+    """`check` of a topic's state, or of every partition's (the first violation, in program terms,
+    and the ranks summed): a partitioned topic has lost nothing only if no partition has."""
+    if type(state) is not PartitionedState:
+        violation = check(state)
+        return violation, (rank(state) if violation is not None else 0)
+    first, total = None, 0
+    for p, part in enumerate(state.parts):
+        violation = check(part)
+        if violation is not None:
+            first = first or partitions.in_program_terms(state, p, violation)
+            total += rank(part)
+    return first, total
 
 
 def _rank(found: tuple[int, Violation]) -> int:
@@ -181,10 +211,14 @@ def check_receiver_queues(verdict: Verdict, drained: frozenset[str]) -> Verdict:
         return verdict
     found = []
     for state in verdict.states:
-        violation = check_receiver_queue(state, drained)
+        violation, missing = _per_partition(state, lambda part: check_receiver_queue(part, drained),
+                                            lambda part: _beyond_queues(part, drained))
         if violation is None:
             return verdict
-        idle = sum(1 for c in state.connected() if c.name not in drained)
-        entries = len({m.entry for m in owed_messages(state)})
-        found.append((entries - idle * queue_room(state), violation))
+        found.append((missing, violation))
     return Verdict(states=frozenset(), violation=min(found, key=_rank)[1])
+
+
+def _beyond_queues(state: State, drained: frozenset[str]) -> int:
+    idle = sum(1 for c in state.connected() if c.name not in drained)
+    return len({m.entry for m in owed_messages(state)}) - idle * queue_room(state)

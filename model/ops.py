@@ -182,13 +182,17 @@ class Completion:
     at: int = 0
     value: Delivery | Cursor | tuple[MessageId, ...] | None = None
     error: str | None = None
+    # A send's on a partitioned topic: the partition the client routed its entry to (the broker's
+    # message id carries it).
+    partition: int | None = None
 
 
 _make_completion = maker(Completion)  # Completion(...), fast: every step makes one
 
 
-def ok(value: Delivery | Cursor | tuple[MessageId, ...] | None = None, *, at: int = 0) -> Completion:
-    return _make_completion(outcome=Outcome.OK, at=at, value=value)
+def ok(value: Delivery | Cursor | tuple[MessageId, ...] | None = None, *, at: int = 0,
+       partition: int | None = None) -> Completion:
+    return _make_completion(outcome=Outcome.OK, at=at, value=value, partition=partition)
 
 
 def fail(error: str, *, at: int = 0) -> Completion:

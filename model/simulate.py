@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import random
 import zlib
+from dataclasses import replace
 
 from model import cursor as cur
 from model import ops as o
+from model.partitions import PartitionedState, route_send, view
 from model.spec import SubscriptionType
 from model.records import maker
 from model.state import AVAILABLE, HELD, Message, State
@@ -23,7 +25,9 @@ from model.transitions.acks import flush_acks
 _make_delivery = maker(o.Delivery)
 
 
-def respond(state: State, op: o.Op, rng: random.Random) -> o.Completion:
+def respond(state: State | PartitionedState, op: o.Op, rng: random.Random) -> o.Completion:
+    if type(state) is PartitionedState:
+        return _respond_partitioned(state, op, rng)
     at = state.now
     match op:
         case o.Send(keys=keys, batched=batched):
@@ -53,6 +57,30 @@ def respond(state: State, op: o.Op, rng: random.Random) -> o.Completion:
             return o.ok(at=at)
         case _:
             return o.ok(at=at)
+
+
+def _respond_partitioned(state: PartitionedState, op: o.Op, rng: random.Random) -> o.Completion:
+    """A partitioned topic's answer: a send routed by key (round robin without one), a receive from
+    the first partition that has something for the consumer, an op naming a message answered by
+    its partition, every other op as the first partition answers it."""
+    match op:
+        case o.Send(keys=keys, batched=batched):
+            entry = len(state.placed)
+            ids = tuple(o.MessageId(entry, i) for i in range(len(keys))) if batched else (o.MessageId(entry),)
+            return o.ok(ids, at=state.now, partition=route_send(state, op))
+        case o.Receive(consumer=consumer):
+            for p, part in enumerate(state.parts):
+                delivery = pick_delivery(part, consumer)
+                if delivery is not None:
+                    return o.ok(_make_delivery(message=state.program_id(p, delivery.message),
+                                               redelivery_count=delivery.redelivery_count, key=delivery.key),
+                                at=state.now)
+            return o.ok(at=state.now)
+        case o.Acknowledge(message=message) | o.AcknowledgeCumulative(message=message) | \
+                o.NegativeAcknowledge(message=message):
+            p, local = state.local(message)
+            return respond(state.parts[p], replace(op, message=local), rng)
+    return respond(state.parts[0], op, rng)
 
 
 def broker_cursor(state: State) -> cur.Cursor:
@@ -118,17 +146,16 @@ def run_random_program(spec, seed: int, steps: int, *, draw=None) -> list[tuple[
     """A seeded random program over the op vocabulary, executed by the model: its expected trace.
     `draw(state, rng)` picks each op (default `model.vocabulary.random_op`; the trace corpora's
     is traces/programs.py's `next_op`)."""
-    from model.nondet import step_decided
-    from model.state import initial
+    from model.nondet import start, step_decided
     from model.violations import Violation
     from model.vocabulary import random_op
 
     draw = draw or random_op
     rng = random.Random(seed)
-    state = initial(spec)
+    state = next(iter(start(spec).states))
     trace = []
     for _ in range(steps):
-        op = draw(state, rng)
+        op = draw(view(state), rng)
         completion = respond(state, op, rng)
         result = step_decided(state, op, completion)
         if isinstance(result, Violation):

@@ -116,6 +116,9 @@ class Spec:
     seek_acks_skipped: bool = False
     # how many deliveries the application sees before the DLQ: C++/Java max+1, Go max
     dlq_deliveries_are_max_plus_one: bool = True
+    # A partitioned topic of this many partitions (0: a topic without partitions), consumed by the
+    # client's multi-topics consumer: one cursor per partition (model/partitions.py).
+    partitions: int = 0
 
     def __post_init__(self) -> None:
         if self.receiver_queue_size < 0:
@@ -126,6 +129,8 @@ class Spec:
             raise ValueError(f"nack_delay_ms must be >= 0, got {self.nack_delay_ms}")
         if self.max_redeliver_count is not None and self.max_redeliver_count < 1:
             raise ValueError(f"max_redeliver_count must be >= 1, got {self.max_redeliver_count}")
+        if self.partitions < 0 or self.partitions == 1:
+            raise ValueError(f"partitions must be 0 (no partitions) or at least 2, got {self.partitions}")
 
     @property
     def batch_index_ack(self) -> bool:
@@ -193,4 +198,6 @@ class Spec:
             flags.append("seek-sends-batch-index")
         if self.seek_acks_skipped:
             flags.append("seek-acks-skipped")
+        if self.partitions:
+            flags.append(f"partitions={self.partitions}")
         return ", ".join(flags)

@@ -76,7 +76,7 @@ def _machine_base(target, spec: Spec, program_ids, drain_idle_ms: int, on_failur
 
         @property
         def state(self):
-            return next(iter(self.run.verdict.states))
+            return self.run.verdict.view
 
         def candidates(self, kind: str) -> tuple[o.Op, ...]:
             """The model's enabled ops of `kind`, computed once per state (preconditions ask often)."""

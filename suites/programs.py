@@ -80,7 +80,7 @@ def steps_of(failure: ConformanceFailure) -> tuple[Step, ...]:
 def perform(run: Lockstep, op: o.Op) -> tuple[o.Op, o.Completion]:
     """One op of a rule: a receive waits long only when the model says a message is there."""
     if isinstance(op, o.Receive):
-        expected = pick_delivery(next(iter(run.verdict.states)), op.consumer) is not None
+        expected = pick_delivery(run.verdict.view, op.consumer) is not None
         op = replace(op, timeout_ms=SLOW_RECEIVE_MS if expected else FAST_RECEIVE_MS)
     return op, run.do(op)
 
@@ -89,7 +89,7 @@ def settle(run: Lockstep, drain_idle_ms: int) -> None:
     """The machine's teardown: let every open redelivery window close, then drain: nothing owed
     may be missing. A program whose client crashed and that has no consumer since subscribes one
     first: what the crashed client held must come back to the next client."""
-    state = next(iter(run.verdict.states)) if run.verdict.ok else None
+    state = run.verdict.view if run.verdict.ok else None
     if state is None:
         return
     crashed = any(isinstance(op, o.CrashClient) for op, _ in run.history)
@@ -98,7 +98,7 @@ def settle(run: Lockstep, drain_idle_ms: int) -> None:
     run.begin(TEARDOWN)
     if not state.connected():
         perform(run, o.Subscribe(consumer=CONSUMER_NAMES[0]))
-        state = next(iter(run.verdict.states))
+        state = run.verdict.view
     waits = [m.redelivery_by - state.now for m in state.messages
              if m.status is Status.HELD and m.redelivery_by is not None]
     waits += [state.paused_until - state.now] if state.paused_until > state.now else []
@@ -109,9 +109,9 @@ def settle(run: Lockstep, drain_idle_ms: int) -> None:
 
 def take(run: Lockstep, step: Step, drain_idle_ms: int, *, checked: bool = False) -> None:
     """Take one step as the machine does (`checked`: refuse an op the model does not offer)."""
-    if checked and step.op is not None and step.op not in offered(next(iter(run.verdict.states)), step.rule):
+    if checked and step.op is not None and step.op not in offered(run.verdict.view, step.rule):
         raise NotAProgram(step)
-    receivers = [op.consumer for op in candidates(next(iter(run.verdict.states)), "receive")]
+    receivers = [op.consumer for op in candidates(run.verdict.view, "receive")]
     if checked and step.op is None and not receivers:
         raise NotAProgram(step)
     if checked and step.rule == DRAIN_OTHERS and (len(receivers) < 2 or step.idle not in receivers):
@@ -209,7 +209,7 @@ def _states_before_steps(failure: ConformanceFailure) -> list:
     for i, (op, completion) in enumerate(failure.history):
         while mark is not None and mark[1] == i:
             if mark[0] != TEARDOWN:
-                states.append(next(iter(verdict.states)))
+                states.append(verdict.view)
             mark = next(marks, None)
         verdict = apply(verdict, op, completion)
     return states

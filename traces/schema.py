@@ -37,7 +37,7 @@ EVENT_TYPES: dict[str, str] = {
     "program_id": _STRING, "step": _INT, "spec_id": _STRING, "spec": _STRING, "op": _STRING,
     "consumer": _STRING, "entry": _INT, "index": _INT, "keys": _KEYS, "batched": _BOOL, "ms": _LONG,
     "outcome": _STRING, "at": _LONG, "delivered_entry": _INT, "delivered_index": _INT,
-    "redelivery_count": _INT, "cursor": _STRING, "sent": _INT, "error": _STRING,
+    "redelivery_count": _INT, "cursor": _STRING, "sent": _INT, "error": _STRING, "partition": _INT,
 }
 # The companion table: one row per program, what a diff joins first.
 PROGRAM_TYPES: dict[str, str] = {

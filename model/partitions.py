@@ -1,0 +1,196 @@
+"""A partitioned topic: one topic without partitions per partition, side by side.
+
+To the broker a topic of N partitions is N topics (`<topic>-partition-<i>`), each with its own
+managed ledger, cursor, dispatcher and redelivery tracker; the client's multi-topics consumer keeps
+one consumer per partition under it, with its own receiver queue and grouped acks
+(MultiTopicsConsumerImpl in the Java and C++ clients). So the model of a partitioned topic is N
+models of a topic (`PartitionedState.parts`), and a program's op goes where the client sends it:
+
+- a send, to the partition its completion names (the producer's router picked it; the broker's
+  message id carries it);
+- a receive that returns a message, to that message's partition (the multi-topics consumer hands
+  out what any partition's consumer received, in no order across partitions); one that returns
+  nothing returned nothing from every partition;
+- an acknowledge, acknowledge_cumulative or negative_acknowledge, to the partition of the message
+  it names: a cumulative ack acknowledges that partition's messages up to it, and no other
+  partition's (shown by suites/broker/test_partitioned_topic.py::
+  test_a_cumulative_ack_acknowledges_its_own_partition_only);
+- every other op (subscribe, close, redeliver_unacknowledged_messages, a tick, an unload, a client
+  crash), to every partition; an op that names no partition moves every partition's clock.
+
+A program numbers its entries once, in send order, whatever their partition (m0, m1, ...); each
+partition's state numbers its own from 0, and this module translates both ways. A seek and a
+cursor read are refused: which partitions a seek by id resets, and the cursors of N partitions as
+one read, are still to be shown on the broker before the model says anything of them.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from functools import cached_property
+
+from model import ops as o
+from model.guarantees import Guarantee
+from model.spec import Spec
+from model.state import State, initial as initial_topic
+from model.violations import Violation
+
+# Ops that name a message: they go to its partition.
+_NAMING = (o.Acknowledge, o.AcknowledgeCumulative, o.NegativeAcknowledge)
+_NOT_YET = (o.Seek, o.ReadCursor)
+_WAIT = o.Tick(ms=0)
+
+
+class NotModelled(ValueError):
+    """An op the model does not yet say anything of on a partitioned topic."""
+
+
+# Not slotted: its view is cached on the instance.
+@dataclass(frozen=True, kw_only=True)
+class PartitionedState:
+    spec: Spec
+    parts: tuple[State, ...]
+    # Per program entry, in send order: (its partition, its entry in that partition).
+    placed: tuple[tuple[int, int], ...] = ()
+
+    @property
+    def now(self) -> int:
+        return self.parts[0].now
+
+    @property
+    def paused_until(self) -> int:
+        return max(part.paused_until for part in self.parts)
+
+    def with_(self, *, now: int) -> PartitionedState:
+        """Every partition's state with its clock at `now` (what the drain asks of a Failover pause)."""
+        return replace(self, parts=tuple(part.with_(now=now) for part in self.parts))
+
+    def entries_of(self, partition: int) -> tuple[int, ...]:
+        """The program's entries on `partition`, in order."""
+        return tuple(g for g, (p, _) in enumerate(self.placed) if p == partition)
+
+    def local(self, message: o.MessageId) -> tuple[int, o.MessageId] | None:
+        """A program's message as (partition, the partition's message id); None if never published."""
+        if not 0 <= message.entry < len(self.placed):
+            return None
+        partition, entry = self.placed[message.entry]
+        return partition, o.MessageId(entry, message.index)
+
+    def program_id(self, partition: int, message: o.MessageId) -> o.MessageId:
+        return o.MessageId(self.entries_of(partition)[message.entry], message.index)
+
+    @cached_property
+    def view(self) -> State:
+        """One topic's state that holds every partition's messages under the program's ids, for
+        what picks a program's next op (model/vocabulary.py, suites/generation.py) and how long a
+        drain waits: never for a verdict, which every partition's own state gives."""
+        parts = self.parts
+        renumber = [self.entries_of(p) for p in range(len(parts))]
+        messages = sorted((m.with_(id=o.MessageId(renumber[p][m.id.entry], m.id.index))
+                           for p, part in enumerate(parts) for m in part.messages), key=lambda m: m.id)
+        consumers = []
+        for consumer in parts[0].consumers:
+            pending = tuple((kind, o.MessageId(renumber[p][m.entry], m.index))
+                            for p, part in enumerate(parts) for c in part.consumers
+                            if c.name == consumer.name and c.connected == consumer.connected
+                            for kind, m in c.pending_acks)
+            consumers.append(consumer.with_(pending_acks=pending))
+        holes = next((part.cursor for part in parts if part.cursor.individually_deleted or part.cursor.batch_deleted),
+                     parts[0].cursor)
+        return parts[0].with_(
+            messages=tuple(messages), entries=tuple(parts[p].entries[k] for p, k in self.placed),
+            consumers=tuple(consumers), cursor=holes, paused_until=self.paused_until,
+            rewind_window=next((part.rewind_window for part in parts if part.rewind_window is not None), None))
+
+
+def view(state: State | PartitionedState) -> State:
+    return state.view if type(state) is PartitionedState else state
+
+
+def initial(spec: Spec) -> PartitionedState:
+    topic = spec.with_(partitions=0)
+    return PartitionedState(spec=spec, parts=(initial_topic(topic),) * spec.partitions)
+
+
+Outcomes = Callable[[object], tuple]  # a partition's step result, its questions decided (model/nondet.py)
+
+
+def step(state: PartitionedState, op: o.Op, completion: o.Completion, *, core: Callable, outcomes: Outcomes
+         ) -> tuple[PartitionedState | Violation, ...]:
+    """Every state the partitions may be in after `op` (`core`: model.transitions.step; `outcomes`:
+    the non-deterministic layer's decision of a result), or the violation that ruled them out."""
+    if isinstance(op, _NOT_YET):
+        raise NotModelled(f"{type(op).__name__} on a partitioned topic is not modelled yet (model/partitions.py)")
+    routed = _route(state, op, completion)
+    if isinstance(routed, Violation):
+        return (routed,)
+    target, local_op, local_completion, placed = routed
+    choices = []
+    for p, part in enumerate(state.parts):
+        if target is None:
+            result = core(part, op, completion)
+        elif p == target:
+            result = core(part, local_op, local_completion)
+        else:
+            result = core(part, _WAIT, o.ok(at=completion.at))
+        found = outcomes(result)
+        states = tuple(dict.fromkeys(r for r in found if not isinstance(r, Violation)))
+        if not states:
+            return tuple(in_program_terms(state, p, v) for v in found)
+        choices.append(states)
+    return tuple(PartitionedState(spec=state.spec, parts=parts, placed=placed) for parts in itertools.product(*choices))
+
+
+def _route(state: PartitionedState, op: o.Op, completion: o.Completion):
+    """(the partition that takes `op`, or None for all; the op and completion in its terms; the
+    placement after it), or a violation."""
+    placed = state.placed
+    if isinstance(op, o.Send) and completion.outcome is o.Outcome.OK:
+        p = completion.partition
+        if p is None or not 0 <= p < state.spec.partitions:
+            raise ValueError(f"a send on a topic of {state.spec.partitions} partitions completed with partition {p!r}: "
+                             "the target must say which partition it published to")
+        entry = len(state.entries_of(p))
+        return p, op, completion, placed + ((p, entry),)
+    if isinstance(op, o.Receive) and isinstance(completion.value, o.Delivery):
+        delivery = completion.value
+        found = state.local(delivery.message)
+        if found is None:
+            return Violation(guarantee=Guarantee.NO_PHANTOM, detail=f"{op.consumer} received {delivery.message}, "
+                                                                    "never published")
+        p, local = found
+        return p, op, replace(completion, value=replace(delivery, message=local)), placed
+    if isinstance(op, _NAMING):
+        found = state.local(op.message)
+        if found is None:
+            raise ValueError(f"{type(op).__name__} of {op.message}, which no send published: the program is malformed")
+        p, local = found
+        return p, replace(op, message=local), completion, placed
+    return None, op, completion, placed
+
+
+_ID = re.compile(r"\bm(\d+)(?=\b|\.)")
+
+
+def in_program_terms(state: PartitionedState, partition: int, violation: Violation) -> Violation:
+    """A partition's violation with its message ids as the program numbers them, and its partition named."""
+    entries = state.entries_of(partition)
+
+    def renumber(found: re.Match) -> str:
+        k = int(found.group(1))
+        return f"m{entries[k]}" if k < len(entries) else found.group(0)
+
+    return replace(violation, detail=f"partition {partition}: {_ID.sub(renumber, violation.detail)}")
+
+
+def route_send(state: PartitionedState, op: o.Send) -> int:
+    """The partition an ideal producer sends to: by its key's hash, else round robin over the sends."""
+    key = op.keys[0]
+    if key is not None:
+        return zlib.crc32(key.encode()) % state.spec.partitions
+    return len(state.placed) % state.spec.partitions
+

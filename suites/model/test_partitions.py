@@ -1,0 +1,116 @@
+"""A partitioned topic in the model (model/partitions.py): one topic's model per partition, the
+program's ops routed to the partition they name.
+
+The rules are the broker's, shown with the Python and Java clients by
+suites/broker/test_partitioned_topic.py; these tests say them on hand-written histories.
+"""
+
+import pytest
+
+from model import ops as o
+from model.guarantees import Guarantee
+from model.nondet import apply, check_nothing_lost, start
+from model.partitions import NotModelled, PartitionedState
+from model.spec import Spec, SubscriptionType
+
+m = o.MessageId
+EXCLUSIVE = Spec(subscription_type=SubscriptionType.EXCLUSIVE, partitions=2)
+SHARED = Spec(subscription_type=SubscriptionType.SHARED, partitions=2)
+
+
+def _run(spec, steps):
+    verdict = start(spec)
+    at = 0
+    for op, completion in steps:
+        at += 1
+        verdict = apply(verdict, op, o.Completion(outcome=completion.outcome, at=at, value=completion.value,
+                                                  error=completion.error, partition=completion.partition))
+    return verdict
+
+
+def _sends(*partitions):
+    return [(o.Send(), o.ok((m(e),), partition=p)) for e, p in enumerate(partitions)]
+
+
+def _receive(consumer, message, count=0):
+    return o.Receive(consumer=consumer), o.ok(o.Delivery(message=message, redelivery_count=count))
+
+
+SUBSCRIBE_A = (o.Subscribe(consumer="a"), o.ok())
+
+
+def test_a_cumulative_ack_acknowledges_its_own_partition_up_to_its_message_and_no_other():
+    # m0 and m2 on partition 0, m1 on partition 1: a cumulative ack of m2 leaves m1 unacknowledged.
+    acked = [SUBSCRIBE_A, *_sends(0, 1, 0), *(_receive("a", m(e)) for e in (0, 1, 2)),
+             (o.AcknowledgeCumulative(consumer="a", message=m(2)), o.ok()), (o.Close(consumer="a"), o.ok()),
+             (o.Subscribe(consumer="b"), o.ok())]
+    assert _run(EXCLUSIVE, [*acked, _receive("b", m(1))]).ok
+    again = _run(EXCLUSIVE, [*acked, _receive("b", m(0))])
+    assert again.violation.guarantee is Guarantee.NO_REDELIVERY_AFTER_ACK
+    lost = check_nothing_lost(_run(EXCLUSIVE, acked))
+    assert lost.violation.guarantee is Guarantee.NO_LOSS and "m1" in lost.violation.detail
+
+
+def test_each_partition_comes_in_publish_order_and_partitions_in_any_order():
+    sent = [SUBSCRIBE_A, *_sends(0, 1, 0, 1)]
+    assert _run(SHARED, [*sent, *(_receive("a", m(e)) for e in (1, 3, 0, 2))]).ok
+    out_of_order = _run(SHARED, [*sent, _receive("a", m(2)), _receive("a", m(0))])
+    assert out_of_order.violation.guarantee is Guarantee.ORDER
+
+
+def test_a_violation_names_its_partition_and_the_programs_message():
+    """Partition 1's own first entry is the program's m3: the report says m3."""
+    verdict = _run(SHARED, [SUBSCRIBE_A, *_sends(0, 0, 0, 1, 1), _receive("a", m(4)), _receive("a", m(3))])
+    assert verdict.violation.guarantee is Guarantee.ORDER
+    assert verdict.violation.detail.startswith("partition 1: ") and "m3" in verdict.violation.detail
+
+
+def test_a_redelivery_request_reaches_every_partition():
+    held = [SUBSCRIBE_A, *_sends(0, 1), _receive("a", m(0)), _receive("a", m(1)),
+            (o.RedeliverUnacknowledgedMessages(consumer="a"), o.ok())]
+    # Each partition's redelivery tracker counts its own message's redelivery.
+    assert _run(SHARED, [*held, _receive("a", m(0), 1), _receive("a", m(1), 1)]).ok
+    lost = check_nothing_lost(_run(SHARED, [*held, _receive("a", m(0), 1)]))
+    assert lost.violation.guarantee is Guarantee.NO_LOSS and lost.violation.detail.startswith("partition 1: ")
+
+
+def test_a_message_never_published_is_a_phantom():
+    verdict = _run(SHARED, [SUBSCRIBE_A, *_sends(0), _receive("a", m(5))])
+    assert verdict.violation.guarantee is Guarantee.NO_PHANTOM
+
+
+def test_a_send_that_does_not_name_its_partition_is_the_targets_error():
+    with pytest.raises(ValueError, match="must say which partition"):
+        _run(SHARED, [(o.Send(), o.ok((m(0),)))])
+    with pytest.raises(ValueError, match="must say which partition"):
+        _run(SHARED, [(o.Send(), o.ok((m(0),), partition=2))])
+
+
+@pytest.mark.parametrize("op", [o.Seek(consumer="a", message=m(0)), o.ReadCursor()], ids=["seek", "read_cursor"])
+def test_what_the_broker_has_not_shown_yet_is_refused(op):
+    with pytest.raises(NotModelled):
+        _run(SHARED, [SUBSCRIBE_A, *_sends(0), _receive("a", m(0)), (op, o.ok())])
+
+
+def test_the_view_holds_every_partitions_messages_under_the_programs_ids():
+    verdict = _run(SHARED, [SUBSCRIBE_A, *_sends(1, 0, 1), _receive("a", m(2))])
+    state = next(iter(verdict.states))
+    assert isinstance(state, PartitionedState)
+    assert [msg.id for msg in verdict.view.messages] == [m(0), m(1), m(2)]
+    assert [msg.holder for msg in verdict.view.messages] == [None, None, "a"]
+    assert state.placed == ((1, 0), (0, 0), (1, 1))
+
+
+def test_a_partitioned_spec_has_at_least_two_partitions():
+    with pytest.raises(ValueError, match="partitions"):
+        Spec(partitions=1)
+
+
+def test_a_stored_history_keeps_the_partition_of_each_send():
+    from model.history import completion_of, event_of, from_json_line, op_of, to_json_line
+
+    steps = [SUBSCRIBE_A, *_sends(1, 0), _receive("a", m(1)), _receive("a", m(0))]
+    lines = [to_json_line(event_of("p", SHARED, i, op, c)) for i, (op, c) in enumerate(steps)]
+    read = [(op_of(e), completion_of(e)) for e in map(from_json_line, lines)]
+    assert [c.partition for _, c in read] == [c.partition for _, c in steps] == [None, 1, 0, None, None]
+    assert _run(SHARED, read).ok

@@ -42,6 +42,8 @@ CAPABILITIES = {
                          "the target never comes to another consumer (spec seek_acks_skipped, set from the hello)",
     "redelivery_count": "a received message's redelivery count (Message.getRedeliveryCount())",
     "tls_client_cert": "a client certificate for mutual TLS (hello auth.tls_cert, auth.tls_key)",
+    "partitioned": "a partitioned topic through the client's multi-topics consumer (spec partitions); a send's "
+                   "reply names the partition its entry went to",
 }
 # Of those, the ones that say what the client does where clients differ, not what it can be set to,
 # each with the Spec field that holds it: the suite checks the client against the rule they name
@@ -80,6 +82,8 @@ def needs(kinds: Iterable[str], spec: Spec) -> list[str]:
         wanted.append("ack_receipts")
     if spec.nack_backoff is not None:
         wanted.append("nack_backoff")
+    if spec.partitions:
+        wanted.append("partitioned")
     if spec.subscription_type.tracks_redelivery_count and (
             kinds.intersection(COUNTED_REDELIVERIES) or spec.ack_timeout_ms is not None):
         wanted.append("redelivery_count")

@@ -40,7 +40,7 @@ var (
 	ops = []string{"send", "subscribe", "receive", "acknowledge", "acknowledge_cumulative",
 		"negative_acknowledge", "close", "seek", "tick"}
 	capabilities = []string{"nack_backoff", "ack_grouping_time", "batch_index_ack", "receiver_queue_0",
-		"dead_letter_policy", "seek_by_id", "seek_acks_skipped", "redelivery_count", "tls_client_cert"}
+		"dead_letter_policy", "seek_by_id", "seek_acks_skipped", "redelivery_count", "tls_client_cert", "partitioned"}
 	exactNackTime = int64(0)
 	consumerTypes = map[string]pulsar.SubscriptionType{
 		"Exclusive": pulsar.Exclusive, "Failover": pulsar.Failover, "Shared": pulsar.Shared,
@@ -311,7 +311,7 @@ func (d *goDriver) send(entry int, keys []string, batched bool) (map[string]any,
 		if err != nil {
 			return nil, err
 		}
-		return position(sent), nil
+		return d.position(sent), nil
 	}
 	if d.batchProducer == nil {
 		options := pulsar.ProducerOptions{Topic: d.topic, BatchingMaxMessages: 1000,
@@ -365,12 +365,17 @@ func (d *goDriver) send(entry int, keys []string, batched bool) (map[string]any,
 		return failed("info", "BatchNotOneEntry", fmt.Sprintf("batch of %d was not published as one entry: %v",
 			len(keys), ids)), nil
 	}
-	return position(ids[0]), nil
+	return d.position(ids[0]), nil
 }
 
-func position(id pulsar.MessageID) map[string]any {
+func (d *goDriver) position(id pulsar.MessageID) map[string]any {
 	reply := okReply()
 	reply["position"] = []int64{id.LedgerID(), id.EntryID()}
+	if intOf(d.spec["partitions"], 0) > 0 {
+		// A partitioned topic's send names the partition its entry went to (on a topic without
+		// partitions the Go client says 0).
+		reply["partition"] = id.PartitionIdx()
+	}
 	return reply
 }
 

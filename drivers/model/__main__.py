@@ -48,7 +48,9 @@ class ModelDriver:
         if isinstance(value, o.Delivery):
             return wire.delivered(value.message, value.redelivery_count, value.key)
         if isinstance(op, o.Send) and value:
-            return wire.ok(position=[0, value[0].entry])  # the model's ledger is 0, its entries in order
+            # The model's ledger is 0, its entries in order; a partitioned topic's send names its partition.
+            partition = {} if completion.partition is None else {"partition": completion.partition}
+            return wire.ok(position=[0, value[0].entry], **partition)
         return wire.ok()
 
     def close(self) -> None:

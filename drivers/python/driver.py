@@ -32,7 +32,7 @@ CONSUMER_TYPES = {
 REFUSALS = (pulsar.CumulativeAcknowledgementNotAllowedError, pulsar.ConsumerBusy)
 # No ack receipts, nack backoff or ack grouping time.
 CAPABILITIES = ("batch_index_ack", "receiver_queue_0", "ack_timeout", "dead_letter_policy",
-                "redeliver_unacknowledged", "seek_by_id", "redelivery_count")
+                "redeliver_unacknowledged", "seek_by_id", "redelivery_count", "partitioned")
 RECEIVE_TIMEOUT_MS = 100  # a receive request without `ms`
 HELLO_TIMEOUT_S = 5  # the hello's lookup with credentials (PROTOCOL.md: refusals within seconds)
 HELLO_PROBE_TOPIC = "conformance-hello-probe"  # looked up, never created
@@ -224,7 +224,7 @@ class PythonDriver:
             except pulsar.Timeout:
                 self._drop_producer(batched=False)
                 raise
-            return wire.ok(position=[sent.ledger_id(), sent.entry_id()])
+            return wire.ok(position=[sent.ledger_id(), sent.entry_id()], **_partition(sent))
         if self._batch_producer is None:
             self._batch_producer = self._client.create_producer(
                 self.topic, batching_enabled=True, batching_max_messages=1000,
@@ -252,7 +252,7 @@ class PythonDriver:
         if len(ids) != len(keys) or len({(i.ledger_id(), i.entry_id()) for i in ids}) != 1:
             return wire.failed("info", "BatchNotOneEntry", f"batch of {len(keys)} was not published as one entry: "
                                                            f"{results}")
-        return wire.ok(position=[ids[0].ledger_id(), ids[0].entry_id()])
+        return wire.ok(position=[ids[0].ledger_id(), ids[0].entry_id()], **_partition(ids[0]))
 
     def _send_timeout(self) -> dict:
         return {} if self.send_timeout_ms is None else {"send_timeout_millis": self.send_timeout_ms}
@@ -301,3 +301,9 @@ class PythonDriver:
         self._received[message_id] = message
         return wire.delivered(message_id, message.redelivery_count(), message.partition_key() or None)
 
+
+
+def _partition(message_id: pulsar.MessageId) -> dict:
+    """A send's partition, for the reply: none on a topic without partitions (the C++ client says -1)."""
+    partition = message_id.partition()
+    return {"partition": partition} if partition >= 0 else {}

@@ -43,7 +43,7 @@ final class JavaDriver {
             "negative_acknowledge", "redeliver_unacknowledged_messages", "close", "seek", "tick");
     static final List<String> CAPABILITIES = List.of("ack_receipts", "nack_backoff", "ack_grouping_time",
             "batch_index_ack", "receiver_queue_0", "ack_timeout", "dead_letter_policy", "redeliver_unacknowledged",
-            "seek_by_id", "seek_batch_index", "redelivery_count", "tls_client_cert");
+            "seek_by_id", "seek_batch_index", "redelivery_count", "tls_client_cert", "partitioned");
     static final int RECEIVE_TIMEOUT_MS = 100;  // a receive request without `ms`
     static final int NACK_PRECISION_BITS = Integer.parseInt(
             System.getenv().getOrDefault("CONFORMANCE_JAVA_NACK_PRECISION_BITS", "0"));
@@ -301,6 +301,9 @@ final class JavaDriver {
         MessageIdAdv id = (MessageIdAdv) sent;
         ObjectNode reply = Replies.ok();
         reply.putArray("position").add(id.getLedgerId()).add(id.getEntryId());
+        if (id.getPartitionIndex() >= 0) {
+            reply.put("partition", id.getPartitionIndex()); // a partitioned topic's: the partition it went to
+        }
         return reply;
     }
 

@@ -1,0 +1,103 @@
+"""A partitioned topic through the client's multi-topics consumer: what model/partitions.py takes
+from the broker.
+
+Observed on Pulsar 4.0.7 with the Python client (C++ underneath), the Java client 4.0.7 and the Go
+client v0.21.0, each through its driver, on topics of 2 and 3 partitions made through the admin API:
+
+- a send's message id names its partition; the messages of one key all go to one partition, and
+  messages without a key are spread over the partitions;
+- each partition's messages come in publish order; across partitions there is no order;
+- an acknowledge_cumulative acknowledges the messages of its message's partition up to it, and
+  none of another partition, even one published before it;
+- redeliver_unacknowledged_messages brings back what the consumer holds on every partition (the Go
+  client has no such op).
+
+Each history is checked by the model (model/partitions.py: one topic's model per partition) and
+refused by the model of one topic without partitions, which reads the same history as one cursor.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from model import ops as o
+from model.spec import Spec, SubscriptionType
+from suites.broker.logged import Logged, client_target, received
+from suites.machines import as_run
+from suites.replay.stored import replay
+
+pytestmark = pytest.mark.broker
+
+m = o.MessageId
+
+
+@pytest.fixture(scope="module", params=["python", "java", "go"])
+def client(request, pulsar_broker):
+    yield from client_target(request.param, pulsar_broker)
+
+
+def _partitions_of(logged: Logged) -> dict[int, int]:
+    """Each sent entry's partition, as the sends' completions named it."""
+    sends = [c for op, c in logged.history if isinstance(op, o.Send) and c.outcome is o.Outcome.OK]
+    return {entry: c.partition for entry, c in enumerate(sends)}
+
+
+def _in_partition_order(got: list[o.MessageId], partitions: dict[int, int]) -> bool:
+    return all(sorted(ids) == ids for ids in ([g for g in got if partitions[g.entry] == p]
+                                               for p in set(partitions.values())))
+
+
+@pytest.mark.guarantee("order")
+def test_a_send_names_its_partition_a_key_stays_on_one_and_each_partition_comes_in_order(client, names):
+    name, target = client
+    spec = as_run(Spec(subscription_type=SubscriptionType.SHARED, partitions=3), target)
+    keys = [None] * 6 + ["k0", "k1"] * 3
+    logged = Logged.fresh(target, spec, names, o.Subscribe(consumer="a"), *(o.Send(keys=(k,)) for k in keys))
+    partitions = _partitions_of(logged)
+    assert sorted(partitions) == list(range(len(keys))) and set(partitions.values()) <= {0, 1, 2}
+    assert len({partitions[e] for e, k in enumerate(keys) if k is None}) > 1, partitions
+    for key in ("k0", "k1"):
+        assert len({partitions[e] for e, k in enumerate(keys) if k == key}) == 1, partitions
+    got = received(logged, "a")
+    assert sorted(got) == [m(e) for e in range(len(keys))]
+    assert _in_partition_order(got, partitions), got
+    assert replay(spec, logged.history, drained=True).step is None
+
+
+@pytest.mark.guarantee("no-redelivery-after-ack")
+def test_a_cumulative_ack_acknowledges_its_own_partition_only(client, names):
+    """Four messages round robin over two partitions; a cumulative ack of the last one of a
+    partition, a close; the next consumer gets the other partition's messages, all of them."""
+    name, target = client
+    spec = as_run(Spec(subscription_type=SubscriptionType.EXCLUSIVE, partitions=2), target)
+    logged = Logged.fresh(target, spec, names, o.Subscribe(consumer="a"), *(o.Send() for _ in range(6)))
+    partitions = _partitions_of(logged)
+    got = received(logged, "a")
+    assert sorted(got) == [m(e) for e in range(6)]
+    last = max(e for e, p in partitions.items() if p == partitions[0])
+    other = [m(e) for e, p in partitions.items() if p != partitions[0]]
+    assert other and min(other).entry < last, partitions  # the other partition has earlier messages
+    assert logged.invoke(o.AcknowledgeCumulative(consumer="a", message=m(last))).outcome is o.Outcome.OK
+    logged.invoke(o.Close(consumer="a"))
+    logged.invoke(o.Subscribe(consumer="b"))
+    assert sorted(received(logged, "b")) == other
+    assert replay(spec, logged.history, drained=True).step is None
+    assert replay(spec.with_(partitions=0), logged.history, drained=True).step is not None
+
+
+@pytest.mark.guarantee("no-loss")
+def test_a_redelivery_request_brings_back_what_the_consumer_holds_on_every_partition(client, names):
+    name, target = client
+    if name == "go":
+        pytest.skip("the Go client has no redeliver_unacknowledged_messages")
+    spec = as_run(Spec(subscription_type=SubscriptionType.SHARED, partitions=2), target)
+    logged = Logged.fresh(target, spec, names, o.Subscribe(consumer="a"), *(o.Send() for _ in range(4)))
+    partitions = _partitions_of(logged)
+    assert len(set(partitions.values())) == 2, partitions
+    assert sorted(received(logged, "a")) == [m(e) for e in range(4)]
+    logged.invoke(o.Acknowledge(consumer="a", message=m(0)))
+    logged.invoke(o.Tick(ms=300))  # past the ack grouping time: the ack has reached the broker
+    logged.invoke(o.RedeliverUnacknowledgedMessages(consumer="a"))
+    again = received(logged, "a")
+    assert sorted(set(again)) == [m(1), m(2), m(3)]
+    assert replay(spec, logged.history, drained=True).step is None

@@ -118,10 +118,10 @@ def decide(result: Result) -> State | Violation:
     return result.settled
 
 
-def _stepped(state: State | PartitionedState, op: o.Op, completion: o.Completion
+def _stepped(state: State | PartitionedState, op: o.Op, completion: o.Completion, *, decided: bool = False
              ) -> tuple[State | PartitionedState | Violation, ...]:
     if type(state) is PartitionedState:
-        return partitions.step(state, op, completion, core=step, outcomes=_outcomes)
+        return partitions.step(state, op, completion, core=step, outcomes=_outcomes, decided=decided)
     return _outcomes(step(state, op, completion))
 
 
@@ -136,7 +136,7 @@ def step_decided(state: State, op: o.Op, completion: o.Completion) -> State | Vi
     """One state's step with the solver's answer to its question: what a single-state driver (the
     model target, the trace generator) uses. Of an op's open effects it keeps the first (the op
     took effect)."""
-    return _stepped(state, op, completion)[0]
+    return _stepped(state, op, completion, decided=True)[0]
 
 
 def check_nothing_lost(verdict: Verdict) -> Verdict:
@@ -155,17 +155,24 @@ def check_nothing_lost(verdict: Verdict) -> Verdict:
 
 
 def _per_partition(state: State | PartitionedState, check, rank) -> tuple[Violation | None, int]:
-    """`check` of a topic's state, or of every partition's (the first violation, in program terms,
-    and the ranks summed): a partitioned topic has lost nothing only if no partition has."""
+    """`check` of a topic's state, or of every partition's states (a partition passes if one of its
+    states does; the first violation, in program terms, and the ranks summed): a partitioned topic
+    has lost nothing only if no partition has."""
     if type(state) is not PartitionedState:
         violation = check(state)
         return violation, (rank(state) if violation is not None else 0)
     first, total = None, 0
     for p, part in enumerate(state.parts):
-        violation = check(part)
-        if violation is not None:
-            first = first or partitions.in_program_terms(state, p, violation)
-            total += rank(part)
+        found = []
+        for each in part:
+            violation = check(each)
+            if violation is None:
+                break
+            found.append((rank(each), violation))
+        else:
+            least = min(found, key=_rank)
+            first = first or partitions.in_program_terms(state, p, least[1])
+            total += least[0]
     return first, total
 
 

@@ -26,7 +26,6 @@ one read, are still to be shown on the broker before the model says anything of 
 
 from __future__ import annotations
 
-import itertools
 import re
 import zlib
 from collections.abc import Callable
@@ -52,22 +51,27 @@ class NotModelled(ValueError):
 # Not slotted: its view is cached on the instance.
 @dataclass(frozen=True, kw_only=True)
 class PartitionedState:
+    """The states each partition may be in. No observation ties one partition's state to
+    another's (each op is judged partition by partition, and so is the drain), so the states the
+    topic may be in are every combination of these: kept apart, the uncertainty of N partitions
+    adds up instead of multiplying."""
+
     spec: Spec
-    parts: tuple[State, ...]
+    parts: tuple[frozenset[State], ...]
     # Per program entry, in send order: (its partition, its entry in that partition).
     placed: tuple[tuple[int, int], ...] = ()
 
     @property
     def now(self) -> int:
-        return self.parts[0].now
+        return max(state.now for part in self.parts for state in part)
 
     @property
     def paused_until(self) -> int:
-        return max(part.paused_until for part in self.parts)
+        return max(state.paused_until for part in self.parts for state in part)
 
     def with_(self, *, now: int) -> PartitionedState:
-        """Every partition's state with its clock at `now` (what the drain asks of a Failover pause)."""
-        return replace(self, parts=tuple(part.with_(now=now) for part in self.parts))
+        """Every partition's states with their clock at `now` (what the drain asks of a Failover pause)."""
+        return replace(self, parts=tuple(frozenset(state.with_(now=now) for state in part) for part in self.parts))
 
     def entries_of(self, partition: int) -> tuple[int, ...]:
         """The program's entries on `partition`, in order."""
@@ -84,11 +88,16 @@ class PartitionedState:
         return o.MessageId(self.entries_of(partition)[message.entry], message.index)
 
     @cached_property
+    def first(self) -> tuple[State, ...]:
+        """One possible state per partition (the first of each)."""
+        return tuple(next(iter(part)) for part in self.parts)
+
+    @cached_property
     def view(self) -> State:
         """One topic's state that holds every partition's messages under the program's ids, for
         what picks a program's next op (model/vocabulary.py, suites/generation.py) and how long a
-        drain waits: never for a verdict, which every partition's own state gives."""
-        parts = self.parts
+        drain waits: never for a verdict, which every partition's own states give."""
+        parts = self.first
         renumber = [self.entries_of(p) for p in range(len(parts))]
         messages = sorted((m.with_(id=o.MessageId(renumber[p][m.id.entry], m.id.index))
                            for p, part in enumerate(parts) for m in part.messages), key=lambda m: m.id)
@@ -102,7 +111,7 @@ class PartitionedState:
         holes = next((part.cursor for part in parts if part.cursor.individually_deleted or part.cursor.batch_deleted),
                      parts[0].cursor)
         return parts[0].with_(
-            messages=tuple(messages), entries=tuple(parts[p].entries[k] for p, k in self.placed),
+            now=self.now, messages=tuple(messages), entries=tuple(parts[p].entries[k] for p, k in self.placed),
             consumers=tuple(consumers), cursor=holes, paused_until=self.paused_until,
             rewind_window=next((part.rewind_window for part in parts if part.rewind_window is not None), None))
 
@@ -113,36 +122,40 @@ def view(state: State | PartitionedState) -> State:
 
 def initial(spec: Spec) -> PartitionedState:
     topic = spec.with_(partitions=0)
-    return PartitionedState(spec=spec, parts=(initial_topic(topic),) * spec.partitions)
+    return PartitionedState(spec=spec, parts=(frozenset({initial_topic(topic)}),) * spec.partitions)
 
 
 Outcomes = Callable[[object], tuple]  # a partition's step result, its questions decided (model/nondet.py)
 
 
-def step(state: PartitionedState, op: o.Op, completion: o.Completion, *, core: Callable, outcomes: Outcomes
-         ) -> tuple[PartitionedState | Violation, ...]:
-    """Every state the partitions may be in after `op` (`core`: model.transitions.step; `outcomes`:
-    the non-deterministic layer's decision of a result), or the violation that ruled them out."""
+def step(state: PartitionedState, op: o.Op, completion: o.Completion, *, core: Callable, outcomes: Outcomes,
+         decided: bool = False) -> tuple[PartitionedState | Violation, ...]:
+    """The states the partitions may be in after `op` (`core`: model.transitions.step; `outcomes`:
+    the non-deterministic layer's decision of a result), or the violations of the partition whose
+    states all ruled it out. `decided`: one state per partition, the first outcome of its first
+    state (what a single-state driver keeps)."""
     if isinstance(op, _NOT_YET):
         raise NotModelled(f"{type(op).__name__} on a partitioned topic is not modelled yet (model/partitions.py)")
     routed = _route(state, op, completion)
     if isinstance(routed, Violation):
         return (routed,)
     target, local_op, local_completion, placed = routed
-    choices = []
+    parts = []
     for p, part in enumerate(state.parts):
         if target is None:
-            result = core(part, op, completion)
+            taken = (op, completion)
         elif p == target:
-            result = core(part, local_op, local_completion)
+            taken = (local_op, local_completion)
         else:
-            result = core(part, _WAIT, o.ok(at=completion.at))
-        found = outcomes(result)
-        states = tuple(dict.fromkeys(r for r in found if not isinstance(r, Violation)))
-        if not states:
-            return tuple(in_program_terms(state, p, v) for v in found)
-        choices.append(states)
-    return tuple(PartitionedState(spec=state.spec, parts=parts, placed=placed) for parts in itertools.product(*choices))
+            taken = (_WAIT, o.ok(at=completion.at))
+        survivors, violations = [], []
+        for each in ((next(iter(part)),) if decided else part):
+            for result in outcomes(core(each, *taken)):
+                (violations if isinstance(result, Violation) else survivors).append(result)
+        if not survivors:
+            return tuple(in_program_terms(state, p, v) for v in violations)
+        parts.append(frozenset(survivors[:1] if decided else survivors))
+    return (PartitionedState(spec=state.spec, parts=tuple(parts), placed=placed),)
 
 
 def _route(state: PartitionedState, op: o.Op, completion: o.Completion):

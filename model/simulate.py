@@ -69,7 +69,7 @@ def _respond_partitioned(state: PartitionedState, op: o.Op, rng: random.Random) 
             ids = tuple(o.MessageId(entry, i) for i in range(len(keys))) if batched else (o.MessageId(entry),)
             return o.ok(ids, at=state.now, partition=route_send(state, op))
         case o.Receive(consumer=consumer):
-            for p, part in enumerate(state.parts):
+            for p, part in enumerate(state.first):
                 delivery = pick_delivery(part, consumer)
                 if delivery is not None:
                     return o.ok(_make_delivery(message=state.program_id(p, delivery.message),
@@ -79,8 +79,8 @@ def _respond_partitioned(state: PartitionedState, op: o.Op, rng: random.Random) 
         case o.Acknowledge(message=message) | o.AcknowledgeCumulative(message=message) | \
                 o.NegativeAcknowledge(message=message):
             p, local = state.local(message)
-            return respond(state.parts[p], replace(op, message=local), rng)
-    return respond(state.parts[0], op, rng)
+            return respond(state.first[p], replace(op, message=local), rng)
+    return respond(state.first[0], op, rng)
 
 
 def broker_cursor(state: State) -> cur.Cursor:

@@ -131,6 +131,10 @@ class Spec:
             raise ValueError(f"max_redeliver_count must be >= 1, got {self.max_redeliver_count}")
         if self.partitions < 0 or self.partitions == 1:
             raise ValueError(f"partitions must be 0 (no partitions) or at least 2, got {self.partitions}")
+        if self.partitions and self.receiver_queue_size == 0:
+            # The client refuses a zero-queue consumer on a partitioned topic (shown by
+            # suites/broker/test_defaults_and_limits.py::test_a_zero_queue_consumer_cannot_subscribe_to_a_partitioned_topic).
+            raise ValueError("receiver_queue_size 0 on a partitioned topic: the client refuses it")
 
     @property
     def batch_index_ack(self) -> bool:

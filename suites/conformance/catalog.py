@@ -154,6 +154,16 @@ CHECKS = (
     Check(area="zero_queue", kinds=BASE + ("acknowledge", "negative_acknowledge", "close"),
           specs={"Shared": SHARED.with_(receiver_queue_size=0), "Exclusive": EXCLUSIVE.with_(receiver_queue_size=0)},
           guarantees=EVERY_PROGRAM | ACKS | {G.EXCLUSIVE}),
+    # A partitioned topic through the client's multi-topics consumer (model/partitions.py): each
+    # partition a cursor of its own, a cumulative ack within its message's partition, a redelivery
+    # request, a close, an unload and a client crash across all of them. Checked for the clients
+    # that declare `partitioned`, not applicable for the others.
+    Check(area="partitioned",
+          kinds=BASE + ("acknowledge", "acknowledge_cumulative", "negative_acknowledge",
+                        "redeliver_unacknowledged_messages", "close", "unload", "tick", "crash_client"),
+          specs={"Exclusive-2": EXCLUSIVE.with_(partitions=2), "Failover-2": FAILOVER.with_(partitions=2),
+                 "Shared-3": SHARED.with_(partitions=3), "Key_Shared-2": KEY_SHARED.with_(partitions=2)},
+          guarantees=EVERY_PROGRAM | ACKS | {G.EXCLUSIVE, G.KEY_SHARED_STICKINESS, G.CUMULATIVE_REFUSED_ON_SHARED}),
     # A close drops the ack timeouts its consumer's client was tracking, and the counts they added.
     Check(area="ack_timeout", kinds=BASE + ("acknowledge", "tick", "close"), slow=True,
           specs={"Shared": SHARED.with_(ack_timeout_ms=10_000), "Exclusive": EXCLUSIVE.with_(ack_timeout_ms=10_000)},

@@ -101,9 +101,11 @@ def test_the_view_holds_every_partitions_messages_under_the_programs_ids():
     assert state.placed == ((1, 0), (0, 0), (1, 1))
 
 
-def test_a_partitioned_spec_has_at_least_two_partitions():
+def test_a_partitioned_spec_has_at_least_two_partitions_and_a_receiver_queue():
     with pytest.raises(ValueError, match="partitions"):
         Spec(partitions=1)
+    with pytest.raises(ValueError, match="the client refuses it"):
+        Spec(partitions=2, receiver_queue_size=0)
 
 
 def test_a_stored_history_keeps_the_partition_of_each_send():

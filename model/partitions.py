@@ -75,7 +75,14 @@ class PartitionedState:
 
     def entries_of(self, partition: int) -> tuple[int, ...]:
         """The program's entries on `partition`, in order."""
-        return tuple(g for g, (p, _) in enumerate(self.placed) if p == partition)
+        return self._entries[partition]
+
+    @cached_property
+    def _entries(self) -> tuple[tuple[int, ...], ...]:
+        found: list[list[int]] = [[] for _ in range(self.spec.partitions)]
+        for g, (p, _) in enumerate(self.placed):
+            found[p].append(g)
+        return tuple(map(tuple, found))
 
     def local(self, message: o.MessageId) -> tuple[int, o.MessageId] | None:
         """A program's message as (partition, the partition's message id); None if never published."""

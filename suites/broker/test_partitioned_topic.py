@@ -101,3 +101,24 @@ def test_a_redelivery_request_brings_back_what_the_consumer_holds_on_every_parti
     again = received(logged, "a")
     assert sorted(set(again)) == [m(1), m(2), m(3)]
     assert replay(spec, logged.history, drained=True).step is None
+
+
+@pytest.mark.guarantee("no-redelivery-after-ack")
+def test_a_cumulative_ack_ends_the_ack_timeout_of_what_it_acknowledges_on_its_partition(client, names):
+    """With an ack timeout of 10 s (the Python client's least): a cumulative ack of the last message of one partition, then a
+    wait past the timeout and its tick. The other partition's messages come again (timed out);
+    none of the acknowledged partition's does (the multi-topics consumer's unacked-message tracker
+    let go of them: a client that kept them tracked redelivered acknowledged messages)."""
+    name, target = client
+    if name == "go":
+        pytest.skip("the Go client has no ack timeout")
+    spec = as_run(Spec(subscription_type=SubscriptionType.EXCLUSIVE, partitions=2, ack_timeout_ms=10_000), target)
+    logged = Logged.fresh(target, spec, names, o.Subscribe(consumer="a"), *(o.Send() for _ in range(6)))
+    partitions = _partitions_of(logged)
+    assert sorted(received(logged, "a")) == [m(e) for e in range(6)]
+    last = max(e for e, p in partitions.items() if p == partitions[0])
+    other = [m(e) for e, p in partitions.items() if p != partitions[0]]
+    assert logged.invoke(o.AcknowledgeCumulative(consumer="a", message=m(last))).outcome is o.Outcome.OK
+    logged.invoke(o.Tick(ms=11_500))  # past the timeout and its tick
+    assert sorted(set(received(logged, "a"))) == other
+    assert replay(spec, logged.history, drained=True).step is None

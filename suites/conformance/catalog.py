@@ -168,6 +168,13 @@ CHECKS = (
     Check(area="ack_timeout", kinds=BASE + ("acknowledge", "tick", "close"), slow=True,
           specs={"Shared": SHARED.with_(ack_timeout_ms=10_000), "Exclusive": EXCLUSIVE.with_(ack_timeout_ms=10_000)},
           guarantees=EVERY_PROGRAM | ACKS | {G.EXCLUSIVE}),
+    # A partitioned topic with an ack timeout: the multi-topics consumer tracks what it handed out,
+    # and a cumulative ack lets go of what it acknowledges on its partition. A slow check, as
+    # ack_timeout: each timeout is 10 s (the Python client's least) on a broker.
+    Check(area="partitioned_ack_timeout", kinds=BASE + ("acknowledge", "acknowledge_cumulative", "tick", "close"),
+          slow=True, specs={"Exclusive-2": EXCLUSIVE.with_(partitions=2, ack_timeout_ms=10_000),
+                            "Shared-3": SHARED.with_(partitions=3, ack_timeout_ms=10_000)},
+          guarantees=EVERY_PROGRAM | ACKS | {G.EXCLUSIVE, G.CUMULATIVE_REFUSED_ON_SHARED}),
 )
 
 

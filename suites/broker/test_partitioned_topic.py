@@ -105,20 +105,72 @@ def test_a_redelivery_request_brings_back_what_the_consumer_holds_on_every_parti
 
 @pytest.mark.guarantee("no-redelivery-after-ack")
 def test_a_cumulative_ack_ends_the_ack_timeout_of_what_it_acknowledges_on_its_partition(client, names):
-    """With an ack timeout of 10 s (the Python client's least): a cumulative ack of the last message of one partition, then a
-    wait past the timeout and its tick. The other partition's messages come again (timed out);
-    none of the acknowledged partition's does (the multi-topics consumer's unacked-message tracker
-    let go of them: a client that kept them tracked redelivered acknowledged messages)."""
+    """Exclusive, an ack timeout (the client's least: 10 s for Python, 1 s for Java): a cumulative ack of the last
+    message of one partition, then a wait past the timeout and its tick. None of the acknowledged
+    partition's messages comes again (the multi-topics consumer's unacked-message tracker let go
+    of them); the other partition's messages come again, timed out. The Python client may lose
+    those too, all of them or none, as their ids compare with the acked one (KD-41)."""
     name, target = client
     if name == "go":
         pytest.skip("the Go client has no ack timeout")
-    spec = as_run(Spec(subscription_type=SubscriptionType.EXCLUSIVE, partitions=2, ack_timeout_ms=10_000), target)
-    logged = Logged.fresh(target, spec, names, o.Subscribe(consumer="a"), *(o.Send() for _ in range(6)))
+    spec = as_run(Spec(subscription_type=SubscriptionType.EXCLUSIVE, partitions=2, ack_timeout_ms=_timeout(name)),
+                  target)
+    acked, again, own, other, replayed = _cumulative_ack_then_the_timeout(target, spec, names)
+    assert acked.outcome is o.Outcome.OK
+    assert not again & own, again
+    if again == other:
+        assert replayed.step is None
+        return
+    assert name != "java" and not again, (again, other)
+    assert replayed.verdict.violation.guarantee.value == "no-loss"
+    pytest.xfail(f"KD-41 with the {name} client: the other partition's {', '.join(map(str, sorted(other)))} never "
+                 "came again after the cumulative ack")
+
+
+@pytest.mark.guarantee("no-loss")
+def test_kd41_a_refused_cumulative_ack_ends_the_ack_timeouts_of_the_cpp_multi_topics_consumer(client, names):
+    """Shared, an ack timeout (the client's least): the consumer holds four messages of two partitions, and its
+    acknowledge_cumulative of the last message of one partition is refused (cumulative acks are
+    not allowed on Shared). Past the timeout, every held message must come again. The Java client
+    brings back all four. The Python client (C++ underneath) never asks again for those of the
+    refused ack's partition up to it, and the other partition's come again all or none:
+    `MultiTopicsConsumerImpl::acknowledgeCumulativeAsync` takes every tracked message whose id
+    compares at or below the acked one's (ledger first, whatever the partition) out of its
+    unacked-message tracker before the partition's consumer refuses the ack (KD-41,
+    KNOWN_DIVERGENCES.md)."""
+    name, target = client
+    if name == "go":
+        pytest.skip("the Go client has no ack timeout")
+    spec = as_run(Spec(subscription_type=SubscriptionType.SHARED, partitions=2, ack_timeout_ms=_timeout(name)), target)
+    refused, again, own, other, replayed = _cumulative_ack_then_the_timeout(target, spec, names)
+    assert refused.outcome is o.Outcome.FAIL and refused.error == "CumulativeAcknowledgementNotAllowedError"
+    if name == "java":
+        assert again == own | other and replayed.step is None, (again, replayed)
+        return
+    assert again in (other, set()), (again, own, other)
+    assert replayed.verdict.violation.guarantee.value == "no-loss"
+    pytest.xfail(f"KD-41 with the {name} client: {', '.join(map(str, sorted((own | other) - again)))} never came "
+                 "again after the refused cumulative ack")
+
+
+def _timeout(client: str) -> int:
+    """The least ack timeout the client takes: 10 s for the Python client, 1 s for the Java client."""
+    return 10_000 if client == "python" else 1_000
+
+
+def _cumulative_ack_then_the_timeout(target, spec, names):
+    """Four messages round robin over two partitions, all received; an acknowledge_cumulative of
+    the last message of m0's partition; a wait past the ack timeout and its tick. The ack's
+    completion, what came again, the messages of the ack's partition up to it, the other
+    partition's, and the model's replay of the history."""
+    logged = Logged.fresh(target, spec, names, o.Subscribe(consumer="a"), *(o.Send() for _ in range(4)))
     partitions = _partitions_of(logged)
-    assert sorted(received(logged, "a")) == [m(e) for e in range(6)]
+    assert sorted(received(logged, "a")) == [m(e) for e in range(4)]
     last = max(e for e, p in partitions.items() if p == partitions[0])
-    other = [m(e) for e, p in partitions.items() if p != partitions[0]]
-    assert logged.invoke(o.AcknowledgeCumulative(consumer="a", message=m(last))).outcome is o.Outcome.OK
-    logged.invoke(o.Tick(ms=11_500))  # past the timeout and its tick
-    assert sorted(set(received(logged, "a"))) == other
-    assert replay(spec, logged.history, drained=True).step is None
+    own = {m(e) for e, p in partitions.items() if p == partitions[0] and e <= last}
+    other = {m(e) for e, p in partitions.items() if p != partitions[0]}
+    assert other and min(other).entry < last, partitions  # the other partition has earlier messages
+    acked = logged.invoke(o.AcknowledgeCumulative(consumer="a", message=m(last)))
+    logged.invoke(o.Tick(ms=spec.ack_timeout_window_ms[1] + 500))  # past the timeout and its tick
+    again = set(received(logged, "a"))
+    return acked, again, own, other, replay(spec, logged.history, drained=True)

@@ -43,7 +43,7 @@ from model.state import State, initial as initial_topic
 from model.violations import Violation
 
 # Ops that name a message: they go to its partition.
-_NAMING = (o.Acknowledge, o.AcknowledgeCumulative, o.NegativeAcknowledge)
+NAMING = (o.Acknowledge, o.AcknowledgeCumulative, o.NegativeAcknowledge)
 _NOT_YET = (o.Seek, o.ReadCursor)
 _WAIT = o.Tick(ms=0)
 
@@ -188,7 +188,7 @@ def _route(state: PartitionedState, op: o.Op, completion: o.Completion):
                                                                     "never published")
         p, local = found
         return p, op, replace(completion, value=replace(delivery, message=local)), placed
-    if isinstance(op, _NAMING):
+    if isinstance(op, NAMING):
         found = state.local(op.message)
         if found is None:
             raise ValueError(f"{type(op).__name__} of {op.message}, which no send published: the program is malformed")
@@ -211,10 +211,11 @@ def in_program_terms(state: PartitionedState, partition: int, violation: Violati
     return replace(violation, detail=f"partition {partition}: {_ID.sub(renumber, violation.detail)}")
 
 
-def route_send(state: PartitionedState, op: o.Send) -> int:
-    """The partition an ideal producer sends to: by its key's hash, else round robin over the sends."""
+def route_send(op: o.Send, partitions: int, sent: int) -> int:
+    """The partition an ideal producer sends to, after `sent` entries: by its key's hash, else round
+    robin over the sends."""
     key = op.keys[0]
     if key is not None:
-        return zlib.crc32(key.encode()) % state.spec.partitions
-    return len(state.placed) % state.spec.partitions
+        return zlib.crc32(key.encode()) % partitions
+    return sent % partitions
 

@@ -67,7 +67,7 @@ def _respond_partitioned(state: PartitionedState, op: o.Op, rng: random.Random) 
         case o.Send(keys=keys, batched=batched):
             entry = len(state.placed)
             ids = tuple(o.MessageId(entry, i) for i in range(len(keys))) if batched else (o.MessageId(entry),)
-            return o.ok(ids, at=state.now, partition=route_send(state, op))
+            return o.ok(ids, at=state.now, partition=route_send(op, state.spec.partitions, len(state.placed)))
         case o.Receive(consumer=consumer):
             for p, part in enumerate(state.first):
                 delivery = pick_delivery(part, consumer)

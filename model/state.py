@@ -70,6 +70,10 @@ class Message:
     # `redelivery_from`, and it is certainly back (AVAILABLE) at `redelivery_by`.
     redelivery_from: int | None = None
     redelivery_by: int | None = None
+    # With an ack timeout, while nothing else asked for it: when the UnAckedMessageTracker's own
+    # timeout for it runs out (received at t: t + ack timeout). On Exclusive and Failover another
+    # held message's timeout may bring it sooner (`redelivery_from`), until that one is acked.
+    timeout_from: int | None = None
     # The redelivery count the next delivery may carry, as an interval: the broker's redelivery
     # tracker (InMemoryRedeliveryTracker, Shared and Key_Shared) counts per entry.
     count_lo: int = 0

@@ -129,6 +129,8 @@ def receive(state: State, op: o.Receive, completion: o.Completion, *, invoked: i
         if pending[0] is not None and delivered.redelivery_from is not None:
             delivered = delivered.with_(redelivery_from=min(pending[0], delivered.redelivery_from),
                                         redelivery_by=max(pending[1], delivered.redelivery_by))
+        elif delivered.redelivery_from is not None:
+            delivered = delivered.with_(timeout_from=start + window[0])
     state = replace_message(state, delivered)
     if message.serial >= state.disconnected_serial:
         state = back(state, consumer)  # published after the disconnection: it came over the new connection

@@ -548,6 +548,19 @@ def test_on_a_single_active_consumer_one_ack_timeout_brings_back_every_unacked_m
 
 
 
+@pytest.mark.parametrize("kind", [SubscriptionType.EXCLUSIVE, SubscriptionType.FAILOVER])
+@pytest.mark.parametrize("ack", ["individual", "cumulative"])
+def test_an_ack_ends_the_timeout_that_would_have_brought_back_a_later_message(kind, ack):
+    """As above, but m0 is acknowledged before its timeout runs out: its timer goes with it, and m1
+    waits its own timeout (8 s later), not m0's."""
+    spec = Spec(subscription_type=kind, ack_timeout_ms=10_000, failover_delay_ms=0)
+    op = o.Acknowledge if ack == "individual" else o.AcknowledgeCumulative
+    program = [(o.Subscribe(consumer="c0"), o.ok()), (o.Send(), o.ok(at=5)), got("c0", m(0), at=10),
+               (o.Send(), o.ok(at=8000)), got("c0", m(1), at=8001), (op(consumer="c0", message=m(0)), o.ok(at=8002))]
+    early = run(spec, program + [got("c0", m(1), at=10_500)]).violation
+    assert early is not None and early.guarantee is Guarantee.NO_DUPLICATE_WITHOUT_CAUSE
+    assert run(spec, program + [got("c0", m(1), at=18_500)]).ok
+
 def test_an_ack_timeout_counts_from_the_op_before_the_receive_whose_reply_came_late():
     """The client starts tracking a message when it hands it to the application, inside the
     receive; the history stamps the receive when its reply came back, which can be late. So the
@@ -573,6 +586,23 @@ def test_a_message_back_from_an_ack_timeout_rewind_waits_its_own_timeout(kind):
     for again in (m(0), m(1)):
         early = run(spec, program + [got("c0", again, at=10_502)]).violation
         assert early is not None and early.guarantee is Guarantee.NO_DUPLICATE_WITHOUT_CAUSE, again
+
+@pytest.mark.parametrize("kind", [SubscriptionType.EXCLUSIVE, SubscriptionType.FAILOVER])
+def test_a_cumulative_ack_ends_the_ack_timeouts_of_what_it_acknowledges(kind):
+    """m0 and m1 held with an ack timeout; a cumulative ack of m1 before either timeout runs out
+    takes both out of the client's unacked-message tracker: past the timeouts neither comes again.
+    Received again while a rewind was on its way (m0 nacked first), a copy may still come."""
+    spec = Spec(subscription_type=kind, ack_timeout_ms=10_000, failover_delay_ms=0, nack_delay_ms=100)
+    program = [(o.Subscribe(consumer="c0"), o.ok()), *send(2), got("c0", m(0), at=10), got("c0", m(1), at=11)]
+    acked = program + [(o.AcknowledgeCumulative(consumer="c0", message=m(1)), o.ok(at=5000))]
+    assert run(spec, acked + [(o.Tick(ms=15_000), o.ok(at=20_000))]).ok
+    for again in (m(0), m(1)):
+        late = run(spec, acked + [got("c0", again, at=20_000)]).violation
+        assert late is not None and late.guarantee is Guarantee.NO_REDELIVERY_AFTER_ACK, again
+    rewinding = program + [(o.NegativeAcknowledge(consumer="c0", message=m(0)), o.ok(at=4990)),
+                           (o.AcknowledgeCumulative(consumer="c0", message=m(1)), o.ok(at=5000))]
+    assert run(spec, rewinding + [got("c0", m(0), at=5100)]).ok
+
 
 def test_an_ack_lost_in_two_unloads_is_owed_once_and_may_come_twice():
     """The broker (4.0.7, Exclusive, nightly profile): c0's ack had not reached the broker when

@@ -164,10 +164,11 @@ CHECKS = (
           specs={"Exclusive-2": EXCLUSIVE.with_(partitions=2), "Failover-2": FAILOVER.with_(partitions=2),
                  "Shared-3": SHARED.with_(partitions=3), "Key_Shared-2": KEY_SHARED.with_(partitions=2)},
           guarantees=EVERY_PROGRAM | ACKS | {G.EXCLUSIVE, G.KEY_SHARED_STICKINESS, G.CUMULATIVE_REFUSED_ON_SHARED}),
-    # A close drops the ack timeouts its consumer's client was tracking, and the counts they added.
-    Check(area="ack_timeout", kinds=BASE + ("acknowledge", "tick", "close"), slow=True,
+    # A close drops the ack timeouts its consumer's client was tracking, and the counts they added;
+    # an acknowledge_cumulative ends the timeouts of what it acknowledges (refused on Shared).
+    Check(area="ack_timeout", kinds=BASE + ("acknowledge", "acknowledge_cumulative", "tick", "close"), slow=True,
           specs={"Shared": SHARED.with_(ack_timeout_ms=10_000), "Exclusive": EXCLUSIVE.with_(ack_timeout_ms=10_000)},
-          guarantees=EVERY_PROGRAM | ACKS | {G.EXCLUSIVE}),
+          guarantees=EVERY_PROGRAM | ACKS | {G.EXCLUSIVE, G.CUMULATIVE_REFUSED_ON_SHARED}),
     # A partitioned topic with an ack timeout: the multi-topics consumer tracks what it handed out,
     # and a cumulative ack (refused on Shared) must not end the timeouts of what it does not
     # acknowledge (KD-41). A slow check, as ack_timeout: each timeout is 10 s (the Python client's

@@ -21,11 +21,11 @@ models of a topic (`PartitionedState.parts`), and a program's op goes where the 
 A program numbers its entries once, in send order, whatever their partition (m0, m1, ...); each
 partition's state numbers its own from 0, and this module translates both ways. A seek and a
 cursor read are refused: which partitions a seek by id resets, and the cursors of N partitions as
-one read, are still to be shown on the broker before the model says anything of them. Not yet
-modelled either: on Exclusive and Failover the multi-topics consumer turns one partition's ack
-timeout into a redelivery of every partition (its own redeliverUnacknowledgedMessages), where
-this module keeps each partition's timeouts apart; the partitioned_ack_timeout check leaves those
-types out until a broker test shows the rule.
+one read, are still to be shown on the broker before the model says anything of them.
+
+One rule ties the partitions together: on Exclusive and Failover the multi-topics consumer keeps
+one unacked-message tracker for all of them, and one partition's ack timeout rewinds every
+partition (`_timeouts_elsewhere`). Every other op is judged partition by partition.
 """
 
 from __future__ import annotations
@@ -39,7 +39,8 @@ from functools import cached_property
 from model import ops as o
 from model.guarantees import Guarantee
 from model.spec import Spec
-from model.state import State, initial as initial_topic
+from model.state import HELD, State, initial as initial_topic
+from model.transitions.redelivery import timed_out_elsewhere
 from model.violations import Violation
 
 # Ops that name a message: they go to its partition.
@@ -152,7 +153,9 @@ def step(state: PartitionedState, op: o.Op, completion: o.Completion, *, core: C
         return (routed,)
     target, local_op, local_completion, placed = routed
     parts = []
+    elsewhere = _timeouts_elsewhere(state, completion.at)
     for p, part in enumerate(state.parts):
+        part = frozenset(_timed_out(each, elsewhere, p) for each in part) if elsewhere else part
         if target is None:
             taken = (op, completion)
         elif p == target:
@@ -167,6 +170,27 @@ def step(state: PartitionedState, op: o.Op, completion: o.Completion, *, core: C
             return tuple(in_program_terms(state, p, v) for v in violations)
         parts.append(frozenset(survivors[:1] if decided else survivors))
     return (PartitionedState(spec=state.spec, parts=tuple(parts), placed=placed),)
+
+
+def _timeouts_elsewhere(state: PartitionedState, at: int) -> tuple[tuple[int, str, tuple[int, int]], ...]:
+    """(partition, consumer, window) of the ack timeouts that run out by `at` (in any state a
+    partition may be in) on Exclusive and Failover: the multi-topics consumer's tracker asks
+    every partition to redeliver when one of its messages times out."""
+    spec = state.spec
+    if spec.ack_timeout_ms is None or not spec.subscription_type.single_active_consumer:
+        return ()
+    tick = spec.ack_timeout_tick_ms
+    return tuple({(p, m.holder, (m.timeout_from, m.timeout_from + tick))
+                  for p, part in enumerate(state.parts) for each in part for m in each.messages
+                  if m.status is HELD and m.timeout_from is not None and each.now < m.timeout_from <= at})
+
+
+def _timed_out(state: State, elsewhere, partition: int) -> State:
+    """`state` of `partition` with the rewinds other partitions' timeouts ask of it."""
+    for p, consumer, window in elsewhere:
+        if p != partition:
+            state = timed_out_elsewhere(state, consumer, window)
+    return state
 
 
 def _route(state: PartitionedState, op: o.Op, completion: o.Completion):

@@ -257,14 +257,8 @@ def ack_timeouts_open(state: State, now: int) -> State:
     if not opening:
         return state
     if state.spec.subscription_type.single_active_consumer:
-        window = (min(m.redelivery_from for m in opening), max(m.redelivery_by for m in opening) + REWIND_LAG_MS)
-        if state.rewind_window is not None:
-            if state.rewind_window[0] <= window[0] and window[1] <= state.rewind_window[1]:
-                return state  # a rewind already on its way covers it
-            window = (min(window[0], state.rewind_window[0]), max(window[1], state.rewind_window[1]))
-        unflushed = {m.id: m.with_(extra_deliveries=m.extra_deliveries + 1) for m in state.messages
-                     if m.status is ACKED and not m.ack_confirmed}
-        return replace_messages(state, unflushed).with_(rewind_window=window, rewinds=state.rewinds + 1)
+        return _rewind_on_its_way(state, (min(m.redelivery_from for m in opening),
+                                          max(m.redelivery_by for m in opening) + REWIND_LAG_MS))
     bump = 1 if state.spec.subscription_type.tracks_redelivery_count else 0
     entries = {m.id.entry for m in opening if m.id.index >= 0}
     opened = {m.id for m in opening}
@@ -280,6 +274,33 @@ def ack_timeouts_open(state: State, now: int) -> State:
     return replace_messages(state, {m.id: m.with_(extra_deliveries=m.extra_deliveries + 1, count_hi=m.count_hi + bump,
                                                   never_dispatched=False)
                                     for m in state.messages if comes_with_the_entry(m)})
+
+
+def _rewind_on_its_way(state: State, window: tuple[int, int]) -> State:
+    """Exclusive/Failover: a rewind the client asked for lands inside `window`; an ack not yet
+    flushed may be lost with it (what sits in the receiver queue comes again when it lands)."""
+    if state.rewind_window is not None:
+        if state.rewind_window[0] <= window[0] and window[1] <= state.rewind_window[1]:
+            return state  # a rewind already on its way covers it
+        window = (min(window[0], state.rewind_window[0]), max(window[1], state.rewind_window[1]))
+    unflushed = {m.id: m.with_(extra_deliveries=m.extra_deliveries + 1) for m in state.messages
+                 if m.status is ACKED and not m.ack_confirmed}
+    return replace_messages(state, unflushed).with_(rewind_window=window, rewinds=state.rewinds + 1)
+
+
+def timed_out_elsewhere(state: State, consumer: str, window: tuple[int, int]) -> State:
+    """A partitioned topic on Exclusive or Failover: the multi-topics consumer keeps one
+    unacked-message tracker for every partition, and a timeout of another partition's message
+    makes it ask every partition for everything unacknowledged (MultiTopicsConsumerImpl.
+    redeliverUnacknowledgedMessages, Java and C++; shown by suites/broker/test_partitioned_topic.py::
+    test_on_exclusive_one_partition_s_ack_timeout_rewinds_every_partition). So this partition
+    rewinds within `window`, which the other timeout opened: what `consumer` holds may come back
+    from its start."""
+    earliest = window[0]
+    held = {m.id: m.with_(redelivery_from=min(m.redelivery_from, earliest)) for m in state.messages
+            if m.status is HELD and m.holder == consumer and m.redelivery_from is not None
+            and m.redelivery_from > earliest}
+    return _rewind_on_its_way(replace_messages(state, held), (earliest, window[1] + REWIND_LAG_MS))
 
 
 def timeouts_after_ack(state: State, consumer: str, acked: list[Message]) -> State:

@@ -127,6 +127,36 @@ def test_a_cumulative_ack_ends_the_ack_timeout_of_what_it_acknowledges_on_its_pa
                  "came again after the cumulative ack")
 
 
+@pytest.mark.guarantee("no-duplicate-without-cause")
+def test_on_exclusive_one_partition_s_ack_timeout_rewinds_every_partition(client, names):
+    """Exclusive, an ack timeout: m0 received, half the timeout later a message of the other
+    partition; past m0's timeout both come again, the other partition's before its own timeout ran
+    out: the multi-topics consumer keeps one unacked-message tracker for every partition, and turns
+    a timeout into a redelivery of everything unacknowledged, on every partition
+    (MultiTopicsConsumerImpl.redeliverUnacknowledgedMessages, Java and C++)."""
+    name, target = client
+    if name == "go":
+        pytest.skip("the Go client has no ack timeout")
+    timeout = 10_000 if name == "python" else 6_000  # m0's timeout and tick well inside the other's
+    spec = as_run(Spec(subscription_type=SubscriptionType.EXCLUSIVE, partitions=2, ack_timeout_ms=timeout), target)
+    window = spec.ack_timeout_window_ms
+    logged = Logged.fresh(target, spec, names, o.Subscribe(consumer="a"), o.Send(), o.Send())
+    partitions = _partitions_of(logged)
+    assert partitions[0] != partitions[1], partitions
+    first = logged.invoke(o.Receive(consumer="a", timeout_ms=1000)).value.message
+    logged.invoke(o.Tick(ms=timeout // 2))
+    second = logged.invoke(o.Receive(consumer="a", timeout_ms=1000)).value.message
+    assert {first, second} == {m(0), m(1)}
+    received_second = logged.history[-1][1].at
+    logged.invoke(o.Tick(ms=window[1] - timeout // 2 + 300))  # past the first one's timeout and its tick
+    again = received(logged, "a")
+    assert sorted(again) == [m(0), m(1)], again
+    back = next(c.at for op, c in logged.history if isinstance(c.value, o.Delivery) and c.value.message == second
+                and c.at > received_second)
+    assert back < received_second + window[0], (back, received_second)  # before its own timeout
+    assert replay(spec, logged.history, drained=True).step is None
+
+
 @pytest.mark.guarantee("no-loss")
 def test_kd41_a_refused_cumulative_ack_ends_the_ack_timeouts_of_the_cpp_multi_topics_consumer(client, names):
     """Shared, an ack timeout (the client's least): the consumer holds four messages of two partitions, and its

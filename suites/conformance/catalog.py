@@ -170,16 +170,15 @@ CHECKS = (
           specs={"Shared": SHARED.with_(ack_timeout_ms=10_000), "Exclusive": EXCLUSIVE.with_(ack_timeout_ms=10_000)},
           guarantees=EVERY_PROGRAM | ACKS | {G.EXCLUSIVE, G.CUMULATIVE_REFUSED_ON_SHARED}),
     # A partitioned topic with an ack timeout: the multi-topics consumer tracks what it handed out,
-    # and a cumulative ack (refused on Shared) must not end the timeouts of what it does not
-    # acknowledge (KD-41). A slow check, as ack_timeout: each timeout is 10 s (the Python client's
-    # least) on a broker. Not yet on Exclusive or Failover: there the multi-topics consumer turns
-    # one partition's timeout into a redelivery of every partition (the Java client 4.0.7 did so
-    # in this check's run; MultiTopicsConsumerImpl.redeliverUnacknowledgedMessages in both
-    # clients), which model/partitions.py does not know yet.
+    # a cumulative ack must end the timeouts of what it acknowledges and of nothing else (KD-41),
+    # and on Exclusive and Failover one partition's timeout rewinds every partition. A slow check,
+    # as ack_timeout: each timeout is 10 s (the Python client's least) on a broker.
     Check(area="partitioned_ack_timeout", kinds=BASE + ("acknowledge", "acknowledge_cumulative", "tick", "close"),
-          slow=True, specs={"Shared-3": SHARED.with_(partitions=3, ack_timeout_ms=10_000),
+          slow=True, specs={"Exclusive-2": EXCLUSIVE.with_(partitions=2, ack_timeout_ms=10_000),
+                            "Failover-2": FAILOVER.with_(partitions=2, ack_timeout_ms=10_000),
+                            "Shared-3": SHARED.with_(partitions=3, ack_timeout_ms=10_000),
                             "Key_Shared-2": KEY_SHARED.with_(partitions=2, ack_timeout_ms=10_000)},
-          guarantees=EVERY_PROGRAM | ACKS | {G.KEY_SHARED_STICKINESS, G.CUMULATIVE_REFUSED_ON_SHARED}),
+          guarantees=EVERY_PROGRAM | ACKS | {G.EXCLUSIVE, G.KEY_SHARED_STICKINESS, G.CUMULATIVE_REFUSED_ON_SHARED}),
 )
 
 

@@ -116,3 +116,29 @@ def test_a_stored_history_keeps_the_partition_of_each_send():
     read = [(op_of(e), completion_of(e)) for e in map(from_json_line, lines)]
     assert [c.partition for _, c in read] == [c.partition for _, c in steps] == [None, 1, 0, None, None]
     assert _run(SHARED, read).ok
+
+
+@pytest.mark.parametrize("kind", [SubscriptionType.EXCLUSIVE, SubscriptionType.FAILOVER])
+def test_on_a_single_active_consumer_one_partition_s_ack_timeout_brings_back_every_partition(kind):
+    """m0 on partition 0 received at 10 ms, m1 on partition 1 at 5 s, an ack timeout of 10 s: the
+    multi-topics consumer's one tracker times m0 out and rewinds both partitions, so m1 may come
+    back from then on, before its own timeout; on Shared each message keeps its own."""
+    spec = Spec(subscription_type=kind, partitions=2, ack_timeout_ms=10_000, failover_delay_ms=0)
+    at = lambda t, completion: o.Completion(outcome=completion.outcome, at=t, value=completion.value,
+                                            partition=completion.partition)
+    program = [(SUBSCRIBE_A[0], at(1, SUBSCRIBE_A[1])), *((op, at(2 + e, c)) for e, (op, c) in enumerate(_sends(0, 1))),
+               (_receive("a", m(0))[0], at(10, _receive("a", m(0))[1])),
+               (o.Tick(ms=4990), o.ok(at=5000)), (_receive("a", m(1))[0], at(5001, _receive("a", m(1))[1])),
+               (o.Tick(ms=6500), o.ok(at=11_500))]
+    back = (_receive("a", m(1))[0], at(11_501, _receive("a", m(1))[1]))
+
+    def run(spec_, steps):
+        verdict = start(spec_)
+        for op, completion in steps:
+            verdict = apply(verdict, op, completion)
+        return verdict
+
+    assert run(spec, program + [back]).ok
+    shared = run(spec.with_(subscription_type=SubscriptionType.SHARED),
+                 program + [(back[0], at(11_501, o.ok(o.Delivery(message=m(1), redelivery_count=1))))]).violation
+    assert shared is not None and shared.guarantee is Guarantee.NO_DUPLICATE_WITHOUT_CAUSE

@@ -179,8 +179,9 @@ def _timeouts_elsewhere(state: PartitionedState, at: int) -> tuple[tuple[int, st
     spec = state.spec
     if spec.ack_timeout_ms is None or not spec.subscription_type.single_active_consumer:
         return ()
-    tick = spec.ack_timeout_tick_ms
-    return tuple({(p, m.holder, (m.timeout_from, m.timeout_from + tick))
+    # The timer runs out between the timeout counted from the receive's start and one tick after
+    # the timeout counted from its reply: the message's own window.
+    return tuple({(p, m.holder, (m.timeout_from, m.redelivery_by))
                   for p, part in enumerate(state.parts) for each in part for m in each.messages
                   if m.status is HELD and m.timeout_from is not None and each.now < m.timeout_from <= at})
 

@@ -76,7 +76,7 @@ def acknowledge_cumulative(state: State, op: o.AcknowledgeCumulative, completion
     if problem is not None:
         return problem
     covered = {m.id: m.with_(status=ACKED, holder=None, redelivery_from=None, redelivery_by=None,
-                             extra_deliveries=m.extra_deliveries + int(_may_be_on_its_way(state, m)))
+                             extra_deliveries=m.extra_deliveries + int(_may_be_on_its_way(state, m, op.consumer)))
                for m in state.messages if m.id <= op.message and m.status is not ACKED}
     ended = [m for m in state.messages if m.id in covered and m.status is HELD and m.holder == op.consumer]
     state = timeouts_after_ack(replace_messages(state, covered), op.consumer, ended)
@@ -84,7 +84,7 @@ def acknowledge_cumulative(state: State, op: o.AcknowledgeCumulative, completion
                                     op.consumer)
 
 
-def _may_be_on_its_way(state: State, message) -> bool:
+def _may_be_on_its_way(state: State, message, consumer: str) -> bool:
     """A copy of a message a cumulative ack covers may still come: one prefetched but never
     received may be in the receiver queue, one being redelivered (its redelivery requested, or
     owed again after a rewind) may be dispatched already (shown by history
@@ -93,11 +93,15 @@ def _may_be_on_its_way(state: State, message) -> bool:
     cumulative ack takes it out of the client's unacked-message tracker (removeMessagesTill) before
     the timeout asks for it (shown by
     suites/broker/test_ack_timeout_and_cumulative_ack.py::test_a_cumulative_ack_ends_the_ack_timeouts_of_what_it_acknowledges).
-    Cumulative acks are for Exclusive and Failover, where any request for a redelivery is a rewind."""
+    Cumulative acks are for Exclusive and Failover, where any request for a redelivery is a rewind.
+    Not so for a message another consumer holds (its own client's timer may ask first), nor for a
+    batch index (inside a batch the ack may leave the entry tracked)."""
     if not message.delivered or message.status is AVAILABLE:
         return True
     if message.redelivery_from is None:
         return False
+    if message.holder != consumer or message.id.index >= 0:
+        return True
     rewinding = state.rewind_window is not None or state.rewinds_at_reconnect > 0
     return rewinding or message.redelivery_from <= state.now
 

@@ -126,11 +126,14 @@ def receive(state: State, op: o.Receive, completion: o.Completion, *, invoked: i
             earliest = max(start, min(earlier, default=earliest))
         pending = (delivered.redelivery_from, delivered.redelivery_by)
         delivered = requested(state, delivered, earliest, state.now + window[1])
+        if delivered.redelivery_from is not None:
+            # The tracker's own timer: a second copy of a message it still tracks leaves the first
+            # copy's timer running (UnAckedMessageTracker.add ignores an id it has).
+            tracked = message.status is HELD and message.holder == op.consumer and message.timeout_from is not None
+            delivered = delivered.with_(timeout_from=message.timeout_from if tracked else start + window[0])
         if pending[0] is not None and delivered.redelivery_from is not None:
             delivered = delivered.with_(redelivery_from=min(pending[0], delivered.redelivery_from),
                                         redelivery_by=max(pending[1], delivered.redelivery_by))
-        elif delivered.redelivery_from is not None:
-            delivered = delivered.with_(timeout_from=start + window[0])
     state = replace_message(state, delivered)
     if message.serial >= state.disconnected_serial:
         state = back(state, consumer)  # published after the disconnection: it came over the new connection

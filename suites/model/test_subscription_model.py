@@ -561,6 +561,29 @@ def test_an_ack_ends_the_timeout_that_would_have_brought_back_a_later_message(ki
     assert early is not None and early.guarantee is Guarantee.NO_DUPLICATE_WITHOUT_CAUSE
     assert run(spec, program + [got("c0", m(1), at=18_500)]).ok
 
+
+def test_a_second_copy_of_a_held_message_keeps_the_first_copy_s_timeout():
+    """m1, sent after a redelivery request and before its rewind landed, comes twice; the client's
+    tracker keeps the first copy's timer (an id it tracks is not added again). After an ack of m0,
+    m2 may still come back at m1's timeout, not only at its own."""
+    spec = Spec(subscription_type=SubscriptionType.EXCLUSIVE, ack_timeout_ms=10_000)
+    program = [(o.Subscribe(consumer="c0"), o.ok(at=1)), (o.RedeliverUnacknowledgedMessages(consumer="c0"), o.ok(at=100)),
+               (o.Send(), o.ok(at=101)), (o.Send(), o.ok(at=102)), got("c0", m(0), at=120), got("c0", m(1), at=150),
+               (o.Tick(ms=200), o.ok(at=300)), got("c0", m(1), at=310), (o.Send(), o.ok(at=4000)),
+               got("c0", m(2), at=5000), (o.Acknowledge(consumer="c0", message=m(0)), o.ok(at=6000))]
+    assert run(spec, program + [(o.Tick(ms=1), o.ok(at=12_000)), got("c0", m(2), at=12_001)]).ok
+
+
+def test_an_ack_inside_a_batch_leaves_the_entry_timed():
+    """Without batch-index acks a cumulative ack of m1.0 acknowledges the entries before it, and
+    the client keeps tracking entry 1 (the Java client tracks a batch's entry until every index is
+    acked): entry 1 may time out and come back whole, m1.0 with it."""
+    spec = Spec(subscription_type=SubscriptionType.EXCLUSIVE, ack_timeout_ms=10_000)
+    program = [(o.Subscribe(consumer="c0"), o.ok(at=1)), (o.Send(), o.ok(at=2)),
+               (o.Send(keys=(None, None), batched=True), o.ok(at=3)), got("c0", m(0), at=10), got("c0", m(1, 0), at=20),
+               (o.AcknowledgeCumulative(consumer="c0", message=m(1, 0)), o.ok(at=100))]
+    assert run(spec, program + [(o.Tick(ms=1), o.ok(at=11_500)), got("c0", m(1, 0), at=11_600)]).ok
+
 def test_an_ack_timeout_counts_from_the_op_before_the_receive_whose_reply_came_late():
     """The client starts tracking a message when it hands it to the application, inside the
     receive; the history stamps the receive when its reply came back, which can be late. So the

@@ -46,7 +46,7 @@ NOT_APPLICABLE = {
     *(("redelivery_count_and_dead_letter", s) for s in ("Shared", "Shared-dlq1", "Key_Shared-dlq2", "Exclusive")),
     # Partitioned topics: the driver does not declare `partitioned` (its sends do not say a partition).
     *(("partitioned", s) for s in ("Exclusive-2", "Failover-2", "Shared-3", "Key_Shared-2")),
-    ("partitioned_ack_timeout", "Shared-3"), ("partitioned_ack_timeout", "Key_Shared-2"),
+    *(("partitioned_ack_timeout", s) for s in ("Exclusive-2", "Failover-2", "Shared-3", "Key_Shared-2")),
 }
 
 

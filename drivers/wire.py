@@ -21,7 +21,7 @@ PROTOCOL = 1
 
 # The ops a driver performs (the client's side of model/ops.py); the others are the suite's.
 CLIENT_OPS = ("send", "subscribe", "receive", "acknowledge", "acknowledge_cumulative", "negative_acknowledge",
-              "redeliver_unacknowledged_messages", "close", "seek", "tick")
+              "redeliver_unacknowledged_messages", "close", "seek", "tick", "reconsume_later")
 BROKER_OPS = ("unload", "restart", "crash", "cut_network", "stall_network", "slow_network",
               "read_cursor")
 
@@ -42,6 +42,8 @@ CAPABILITIES = {
                          "the target never comes to another consumer (spec seek_acks_skipped, set from the hello)",
     "redelivery_count": "a received message's redelivery count (Message.getRedeliveryCount())",
     "tls_client_cert": "a client certificate for mutual TLS (hello auth.tls_cert, auth.tls_key)",
+    "retry_letter_topic": "a consumer with enableRetry (spec retry_letter_topic), whose reconsume_later copies "
+                          "carry the property COPY_PROPERTY naming their entry",
     "partitioned": "a partitioned topic through the client's multi-topics consumer (spec partitions); a send's "
                    "reply names the partition its entry went to",
 }
@@ -53,6 +55,9 @@ BEHAVIOURS = {"seek_batch_index": "seek_sends_batch_index", "seek_acks_skipped":
 # timeout, a spec setting, they are the programs in which a message may come with a count above 0.
 COUNTED_REDELIVERIES = ("negative_acknowledge", "redeliver_unacknowledged_messages")
 DEFAULT_ACK_GROUPING_MS = 100
+# The property a reconsume_later request asks the client to set on the copy it publishes (a custom
+# property of reconsumeLater): the copy's entry, which a receive reports instead of the payload's.
+COPY_PROPERTY = "conformance-entry"
 
 
 class ProtocolError(ValueError):
@@ -84,6 +89,8 @@ def needs(kinds: Iterable[str], spec: Spec) -> list[str]:
         wanted.append("nack_backoff")
     if spec.partitions:
         wanted.append("partitioned")
+    if spec.retry_letter_topic:
+        wanted.append("retry_letter_topic")
     if spec.subscription_type.tracks_redelivery_count and (
             kinds.intersection(COUNTED_REDELIVERIES) or spec.ack_timeout_ms is not None):
         wanted.append("redelivery_count")
@@ -122,7 +129,8 @@ def close() -> dict:
 
 
 def op_request(op: o.Op, *, entry: int | None = None) -> dict:
-    """An op as a request; `entry` is the number a send publishes (its payloads say "3" or "3.1")."""
+    """An op as a request; `entry` is the number a send publishes (its payloads say "3" or "3.1"), or
+    the one a reconsume_later's copy gets (None: the copy goes to the dead-letter topic)."""
     kind = OP_KINDS[type(op)]
     request: dict = {"type": "op", "op": kind}
     consumer = getattr(op, "consumer", None)
@@ -137,6 +145,8 @@ def op_request(op: o.Op, *, entry: int | None = None) -> dict:
         request["ms"] = op.timeout_ms
     elif kind == "tick":
         request["ms"] = op.ms
+    elif kind == "reconsume_later":
+        request.update(ms=op.delay_ms, copy_entry=entry)
     return request
 
 
@@ -154,6 +164,8 @@ def op_of_request(request: dict) -> o.Op:
         raise ProtocolError(f"{kind} needs a consumer")
     if kind == "receive":
         return o.Receive(consumer=consumer, timeout_ms=request.get("ms"))
+    if kind == "reconsume_later":
+        return o.ReconsumeLater(consumer=consumer, message=message_of(request), delay_ms=int(request.get("ms") or 0))
     op_type = OP_TYPES[kind]
     if "message" in op_type.__dataclass_fields__:
         return op_type(consumer=consumer, message=message_of(request))

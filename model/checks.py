@@ -78,8 +78,9 @@ def order_key(message_id: o.MessageId) -> int:
 
 
 def check_order(state: State, message: Message, consumer: Consumer) -> Violation | None:
-    """First deliveries come in publish order per consumer; on Key_Shared, per key."""
-    if message.delivered or not message.never_dispatched:
+    """First deliveries come in publish order per consumer; on Key_Shared, per key. A delayed
+    copy comes when its delay ends, whatever was published after it."""
+    if message.delivered or not message.never_dispatched or message.deliver_by:
         return None
     if state.spec.subscription_type is SubscriptionType.KEY_SHARED:
         # Key_Shared promises order per key: a consumer joining or leaving moves hash ranges, so
@@ -153,9 +154,29 @@ def check_redelivery_count(state: State, message: Message, count: int) -> Violat
     return None
 
 
+def check_reconsume_delay(state: State, message: Message) -> Violation | None:
+    """A reconsume_later copy comes no earlier than its delay allows (the broker's delayed delivery
+    tracker dispatches what is due within one tick)."""
+    if state.now >= message.deliver_from:
+        return None
+    return Violation(guarantee=Guarantee.RECONSUME_LATER,
+                     detail=f"{message.id}, a reconsume_later copy, came at {state.now} ms, before its delay let it "
+                            f"(not before {message.deliver_from} ms)")
+
+
+def check_reconsume_later(state: State, op: o.ReconsumeLater, completion: o.Completion) -> Violation | None:
+    """A reconsume_later of a received message on a connected consumer completes (the client
+    publishes the copy, then acknowledges the message)."""
+    if completion.outcome is o.Outcome.OK:
+        return None
+    return Violation(guarantee=Guarantee.RECONSUME_LATER,
+                     detail=f"reconsume_later of {op.message} on {op.consumer} did not complete: {completion.error}")
+
+
 def delivery_problem(state: State, message: Message, consumer: Consumer, count: int) -> Violation | None:
     """Every check of one delivery of a published message, in the order the model asks them."""
-    return (check_dead_letter(state, message, count)
+    return (check_reconsume_delay(state, message)
+            or check_dead_letter(state, message, count)
             or check_no_duplicate_without_cause(state, message, consumer.name)
             or check_no_redelivery_after_ack(state, message, consumer.name)
             or check_order(state, message, consumer)
@@ -272,7 +293,7 @@ def queue_room(state: State) -> int:
 def owed_messages(state: State) -> list[o.MessageId]:
     """The messages the broker must hand out while dispatching: back or never delivered, unless
     stalled, held back for a draining key, or skipped by the consumer that sought past them."""
-    return [m.id for m in state.messages if m.status is AVAILABLE and not m.stalled
+    return [m.id for m in state.messages if m.status is AVAILABLE and not m.stalled and m.deliver_by <= state.now
             and not _key_may_be_draining(state, m.key) and not _skipped(state, m.skipped_by)]
 
 
@@ -315,4 +336,5 @@ RULES: Mapping[Guarantee, tuple[Callable[..., Violation | None], ...]] = Mapping
     Guarantee.ACK: (check_ack,),
     Guarantee.SUBSCRIBE: (check_subscribe,),
     Guarantee.RECEIVER_QUEUE: (check_receiver_queue,),
+    Guarantee.RECONSUME_LATER: (check_reconsume_later, check_reconsume_delay),
 })

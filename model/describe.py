@@ -23,6 +23,8 @@ def describe_op(op: o.Op) -> str:
             return f"{c}: acknowledge_cumulative {m}"
         case o.NegativeAcknowledge(consumer=c, message=m):
             return f"{c}: negative_acknowledge {m}"
+        case o.ReconsumeLater(consumer=c, message=m, delay_ms=ms):
+            return f"{c}: reconsume_later {m}" + (f" after {ms} ms" if ms else "")
         case o.RedeliverUnacknowledgedMessages(consumer=c):
             return f"{c}: redeliver_unacknowledged_messages"
         case o.Close(consumer=c):

@@ -22,6 +22,7 @@ class Guarantee(StrEnum):
     ACK = "ack"
     SUBSCRIBE = "subscribe"
     RECEIVER_QUEUE = "receiver-queue"
+    RECONSUME_LATER = "reconsume-later"
 
     @property
     def promise(self) -> str:
@@ -58,4 +59,8 @@ PROMISES = {
         "on Shared, the broker sends a consumer only what its flow permits allow (at most receiver_queue_size "
         "entries, whole batches; one message for a zero-queue consumer that is waiting in receive): what an idle "
         "consumer cannot hold goes to the others",
+    Guarantee.RECONSUME_LATER:
+        "with enableRetry, reconsume_later(m, delay) succeeds, acknowledges m and publishes a copy to the retry "
+        "letter topic, delivered not before the delay (less the broker's delayed-delivery tick); a message "
+        "reconsumed max_redeliver_count times goes to the dead-letter topic at its next reconsume_later",
 }

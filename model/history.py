@@ -22,6 +22,7 @@ from model.spec import InitialPosition, NackBackoff, Spec, SubscriptionType
 OP_KINDS: dict[type, str] = {
     o.Send: "send", o.Subscribe: "subscribe", o.Receive: "receive", o.Acknowledge: "acknowledge",
     o.AcknowledgeCumulative: "acknowledge_cumulative", o.NegativeAcknowledge: "negative_acknowledge",
+    o.ReconsumeLater: "reconsume_later",
     o.RedeliverUnacknowledgedMessages: "redeliver_unacknowledged_messages", o.Close: "close", o.Seek: "seek",
     o.Tick: "tick", o.Unload: "unload", o.Restart: "restart", o.Crash: "crash", o.ReadCursor: "read_cursor",
     o.CrashClient: "crash_client", o.CutNetwork: "cut_network",
@@ -140,6 +141,8 @@ def event_values(program_id: str, spec: Spec, step: int, op: o.Op, completion: o
         ms = op.ms
     elif kind is o.Receive:
         ms = op.timeout_ms  # how long the receive waited: a reproduction waits as long
+    elif kind is o.ReconsumeLater:
+        ms = op.delay_ms
     value = completion.value
     if isinstance(value, o.Delivery):
         delivered_entry, delivered_index, redelivery_count = value.message.entry, value.message.index, value.redelivery_count
@@ -174,6 +177,11 @@ def op_of(event: Event) -> o.Op:
         return o.SlowNetwork(ms=100 if event.ms is None else event.ms)
     if op_type is o.Receive:
         return o.Receive(consumer=event.consumer, timeout_ms=event.ms)
+    if op_type is o.ReconsumeLater:
+        if event.entry is None:
+            raise MalformedEvent(f"step {event.step}: reconsume_later needs a message (entry is empty)")
+        return o.ReconsumeLater(consumer=event.consumer, message=o.MessageId(event.entry, -1 if event.index is None
+                                                                             else event.index), delay_ms=event.ms or 0)
     kwargs = {}
     if "consumer" in op_type.__dataclass_fields__:
         kwargs["consumer"] = event.consumer

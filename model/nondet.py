@@ -67,7 +67,7 @@ class ImpossibleStamp(ValueError):
 
 
 def start(spec: Spec) -> Verdict:
-    return Verdict(states=frozenset({partitions.initial(spec) if spec.partitions else initial(spec)}))
+    return Verdict(states=frozenset({partitions.initial(spec) if spec.topics else initial(spec)}))
 
 
 def apply(verdict: Verdict, op: o.Op, completion: o.Completion) -> Verdict:

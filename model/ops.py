@@ -79,6 +79,18 @@ class NegativeAcknowledge:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ReconsumeLater:
+    """`consumer.reconsumeLater(message, delay)` (a consumer with `enableRetry`, Spec.retry_letter_topic):
+    the client publishes a copy of the message to the retry letter topic, delivered after `delay_ms`,
+    and acknowledges the message once that send completes; a message reconsumed more times than the
+    dead-letter policy allows goes to the dead-letter topic instead (model/partitions.py)."""
+
+    consumer: str
+    message: MessageId
+    delay_ms: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RedeliverUnacknowledgedMessages:
     consumer: str
 
@@ -157,11 +169,23 @@ class SlowNetwork:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class RetryCopy:
+    """Never in a program: what a reconsume_later does on the retry letter topic, as
+    model/partitions.py hands it to that topic's state. The client's retry producer publishes a
+    copy with `key`, which the broker's delayed delivery tracker holds back until some moment
+    between `deliver_from` and `deliver_by` (model/transitions/consumers.py, `retry_copy`)."""
+
+    key: str | None
+    deliver_from: int
+    deliver_by: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ReadCursor:
     """Read the subscription's cursor from the broker (internalStats)."""
 
 
-Op = (Send | Subscribe | Receive | Acknowledge | AcknowledgeCumulative | NegativeAcknowledge
+Op = (Send | Subscribe | Receive | Acknowledge | AcknowledgeCumulative | NegativeAcknowledge | ReconsumeLater
       | RedeliverUnacknowledgedMessages | Close | Seek | Tick | Unload | Restart | Crash | CrashClient | CutNetwork
       | StallNetwork | SlowNetwork | ReadCursor)
 ACKNOWLEDGES = (Acknowledge, AcknowledgeCumulative)  # the ops that acknowledge, individually or cumulatively

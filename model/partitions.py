@@ -23,6 +23,14 @@ partition's state numbers its own from 0, and this module translates both ways. 
 cursor read are refused: which partitions a seek by id resets, and the cursors of N partitions as
 one read, are still to be shown on the broker before the model says anything of them.
 
+A consumer with a retry letter topic (`Spec.retry_letter_topic`, the client's `enableRetry`) is a
+multi-topics consumer too, over two topics: the topic (0) and `<topic>-<subscription>-RETRY` (1,
+`RETRY`), so it is modelled as the same two cursors side by side. Every send goes to the topic; a
+reconsume_later goes to its message's topic as the ack its client sends, and, unless the message
+was reconsumed `Spec.max_reconsumes` times already (then its copy goes to the dead-letter topic), to
+the retry letter topic as a copy (`o.RetryCopy`), a new program entry numbered with the sends. The
+Java client subscribes to the retry topic as Shared (`Spec.retry_subscription_shared`).
+
 One rule ties the partitions together: on Exclusive and Failover the multi-topics consumer keeps
 one unacked-message tracker for all of them, and one partition's ack timeout rewinds every
 partition (`_timeouts_elsewhere`). Every other op is judged partition by partition.
@@ -38,7 +46,8 @@ from functools import cached_property
 
 from model import ops as o
 from model.guarantees import Guarantee
-from model.spec import Spec
+from model.checks import check_reconsume_later
+from model.spec import Spec, SubscriptionType
 from model.state import HELD, State, initial as initial_topic
 from model.transitions.redelivery import timed_out_elsewhere
 from model.violations import Violation
@@ -65,6 +74,8 @@ class PartitionedState:
     parts: tuple[frozenset[State], ...]
     # Per program entry, in send order: (its partition, its entry in that partition).
     placed: tuple[tuple[int, int], ...] = ()
+    # Per program entry: how many times the message it is a copy of was reconsumed (0: sent).
+    reconsumed: tuple[int, ...] = ()
 
     @property
     def now(self) -> int:
@@ -84,7 +95,7 @@ class PartitionedState:
 
     @cached_property
     def _entries(self) -> tuple[tuple[int, ...], ...]:
-        found: list[list[int]] = [[] for _ in range(self.spec.partitions)]
+        found: list[list[int]] = [[] for _ in range(self.spec.topics)]
         for g, (p, _) in enumerate(self.placed):
             found[p].append(g)
         return tuple(map(tuple, found))
@@ -132,9 +143,20 @@ def view(state: State | PartitionedState) -> State:
     return state.view if type(state) is PartitionedState else state
 
 
+RETRY = 1  # the retry letter topic's place among a retry consumer's topics
+
+
+def topic_spec(spec: Spec, partition: int) -> Spec:
+    """The spec of one of the consumer's topics, judged as a topic alone."""
+    topic = spec.with_(partitions=0, retry_letter_topic=False)
+    if spec.retry_letter_topic and partition == RETRY and spec.retry_subscription_shared:
+        topic = topic.with_(subscription_type=SubscriptionType.SHARED)
+    return topic
+
+
 def initial(spec: Spec) -> PartitionedState:
-    topic = spec.with_(partitions=0)
-    return PartitionedState(spec=spec, parts=(frozenset({initial_topic(topic)}),) * spec.partitions)
+    return PartitionedState(spec=spec, parts=tuple(frozenset({initial_topic(topic_spec(spec, p))})
+                                                   for p in range(spec.topics)))
 
 
 Outcomes = Callable[[object], tuple]  # a partition's step result, its questions decided (model/nondet.py)
@@ -148,10 +170,13 @@ def step(state: PartitionedState, op: o.Op, completion: o.Completion, *, core: C
     state (what a single-state driver keeps)."""
     if isinstance(op, _NOT_YET):
         raise NotModelled(f"{type(op).__name__} on a partitioned topic is not modelled yet (model/partitions.py)")
+    if isinstance(op, o.ReconsumeLater):
+        return _reconsume_later(state, op, completion, core=core, outcomes=outcomes, decided=decided)
     routed = _route(state, op, completion)
     if isinstance(routed, Violation):
         return (routed,)
     target, local_op, local_completion, placed = routed
+    reconsumed = state.reconsumed + (0,) * (len(placed) - len(state.placed))
     parts = []
     elsewhere = _timeouts_elsewhere(state, completion.at)
     for p, part in enumerate(state.parts):
@@ -169,7 +194,60 @@ def step(state: PartitionedState, op: o.Op, completion: o.Completion, *, core: C
         if not survivors:
             return tuple(in_program_terms(state, p, v) for v in violations)
         parts.append(frozenset(survivors[:1] if decided else survivors))
-    return (PartitionedState(spec=state.spec, parts=tuple(parts), placed=placed),)
+    return (PartitionedState(spec=state.spec, parts=tuple(parts), placed=placed, reconsumed=reconsumed),)
+
+
+def _reconsume_later(state: PartitionedState, op: o.ReconsumeLater, completion: o.Completion, *, core: Callable,
+                     outcomes: Outcomes, decided: bool) -> tuple[PartitionedState | Violation, ...]:
+    """The ack on the message's topic and, unless it goes to the dead-letter topic, its copy on the
+    retry letter topic. The client publishes the copy with `deliverAfter(delay)` from its own clock,
+    after the call and before its return, and the broker's tracker dispatches what is due within
+    one tick (AbstractDelayedDeliveryTracker.getCutoffTime): the copy comes between the call plus
+    the delay less a tick and the return plus the delay plus a tick."""
+    if not state.spec.retry_letter_topic:
+        raise ValueError("reconsume_later on a consumer without a retry letter topic: the program is malformed")
+    found = state.local(op.message)
+    if found is None:
+        raise ValueError(f"reconsume_later of {op.message}, which no send published: the program is malformed")
+    problem = check_reconsume_later(state.first[found[0]], op, completion)
+    if problem is not None:
+        return (problem,)
+    p, local = found
+    times = state.reconsumed[op.message.entry] + 1
+    copied = times <= state.spec.max_reconsumes
+    placed, reconsumed = state.placed, state.reconsumed
+    copy = None
+    if copied:
+        key = state.first[p].message(local).key
+        copy = retry_copy(state.spec, key, invoked=state.now, at=completion.at, delay_ms=op.delay_ms)
+        placed, reconsumed = placed + ((RETRY, len(state.entries_of(RETRY))),), reconsumed + (times,)
+    parts = []
+    for q, part in enumerate(state.parts):
+        taken = []
+        if copy is not None and q == RETRY:
+            taken.append((copy, completion))
+        taken.append((replace(op, message=local), completion) if q == p else (_WAIT, o.ok(at=completion.at)))
+        for each_op, each_completion in taken:
+            survivors, violations = [], []
+            for each in ((next(iter(part)),) if decided else part):
+                for result in outcomes(core(each, each_op, each_completion)):
+                    (violations if isinstance(result, Violation) else survivors).append(result)
+            if not survivors:
+                return tuple(in_program_terms(state, q, v) for v in violations)
+            part = frozenset(survivors[:1] if decided else survivors)
+        parts.append(part)
+    return (PartitionedState(spec=state.spec, parts=tuple(parts), placed=placed, reconsumed=reconsumed),)
+
+
+def retry_copy(spec: Spec, key: str | None, *, invoked: int, at: int, delay_ms: int) -> o.RetryCopy:
+    """The copy a reconsume_later called at `invoked` and returned at `at` publishes. Without a
+    delay the client sets no deliverAfter, and a retry topic read as Exclusive or Failover has no
+    delayed delivery tracker (PersistentDispatcherSingleActiveConsumer): either way the copy is
+    dispatched as any message."""
+    if not delay_ms or topic_spec(spec, RETRY).subscription_type.single_active_consumer:
+        return o.RetryCopy(key=key, deliver_from=0, deliver_by=0)
+    tick = spec.delayed_delivery_tick_ms
+    return o.RetryCopy(key=key, deliver_from=invoked + delay_ms - tick, deliver_by=at + delay_ms + tick)
 
 
 def _timeouts_elsewhere(state: PartitionedState, at: int) -> tuple[tuple[int, str, tuple[int, int]], ...]:
@@ -198,6 +276,12 @@ def _route(state: PartitionedState, op: o.Op, completion: o.Completion):
     """(the partition that takes `op`, or None for all; the op and completion in its terms; the
     placement after it), or a violation."""
     placed = state.placed
+    if isinstance(op, o.Send) and completion.outcome is o.Outcome.OK and state.spec.retry_letter_topic:
+        return 0, op, completion, placed + ((0, len(state.entries_of(0))),)  # the producer's topic
+    if isinstance(op, o.Subscribe) and completion.outcome is not o.Outcome.OK and state.spec.retry_letter_topic:
+        # The multi-topics consumer is not made when one topic refuses it (an Exclusive holder's
+        # topic): the retry topic, Shared, sees nothing.
+        return 0, op, completion, placed
     if isinstance(op, o.Send) and completion.outcome is o.Outcome.OK:
         p = completion.partition
         if p is None or not 0 <= p < state.spec.partitions:

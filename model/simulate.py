@@ -67,6 +67,8 @@ def _respond_partitioned(state: PartitionedState, op: o.Op, rng: random.Random) 
         case o.Send(keys=keys, batched=batched):
             entry = len(state.placed)
             ids = tuple(o.MessageId(entry, i) for i in range(len(keys))) if batched else (o.MessageId(entry),)
+            if state.spec.retry_letter_topic:
+                return o.ok(ids, at=state.now)  # one topic to send to: the retry topic is the client's
             return o.ok(ids, at=state.now, partition=route_send(op, state.spec.partitions, len(state.placed)))
         case o.Receive(consumer=consumer):
             for p, part in enumerate(state.first):
@@ -125,6 +127,8 @@ def pick_delivery(state: State, consumer: str) -> o.Delivery | None:
         if not (m.status is AVAILABLE
                 or (m.status is HELD and m.redelivery_from is not None and m.redelivery_from <= now)):
             continue
+        if m.deliver_by > now:
+            continue  # a delayed copy: this broker dispatches it once it is certainly due
         if keyed:
             if m.key not in targets:
                 targets[m.key] = _dispatch_target(state, connected, m)

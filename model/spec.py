@@ -119,6 +119,19 @@ class Spec:
     # A partitioned topic of this many partitions (0: a topic without partitions), consumed by the
     # client's multi-topics consumer: one cursor per partition (model/partitions.py).
     partitions: int = 0
+    # `enableRetry`: the consumer subscribes to the topic and to its retry letter topic
+    # (`<topic>-<subscription>-RETRY`) through the client's multi-topics consumer, one cursor each
+    # (model/partitions.py), and reconsume_later publishes copies to the second. A copy reconsumed
+    # more than `max_reconsumes` times goes to the dead-letter topic.
+    retry_letter_topic: bool = False
+    # The Java client subscribes to the retry letter topic as Shared whatever the subscription type
+    # (ConsumerBase.getSubType: "we will produce delayed messages to retry topic"), so its delayed
+    # copies wait their delay on Exclusive and Failover too (shown by
+    # suites/broker/test_retry_letter_topic.py::test_a_copy_waits_its_delay_on_every_subscription_type).
+    retry_subscription_shared: bool = True
+    # broker: the delayed delivery tracker's tick (delayedDeliveryTickTimeMillis); not strict
+    # (delayedDeliveryDeliverAtTimeStrict=false), it dispatches what is due within one tick from now.
+    delayed_delivery_tick_ms: int = 1000
 
     def __post_init__(self) -> None:
         if self.receiver_queue_size < 0:
@@ -135,11 +148,35 @@ class Spec:
             # The client refuses a zero-queue consumer on a partitioned topic (shown by
             # suites/broker/test_defaults_and_limits.py::test_a_zero_queue_consumer_cannot_subscribe_to_a_partitioned_topic).
             raise ValueError("receiver_queue_size 0 on a partitioned topic: the client refuses it")
+        if self.retry_letter_topic and self.partitions:
+            raise ValueError("a retry letter topic on a partitioned topic is not modelled: the partitions and the "
+                             "retry topic would be one multi-topics consumer")
+        if self.retry_letter_topic and self.ack_timeout_ms is not None:
+            raise ValueError("an ack timeout with a retry letter topic is not modelled: one unacked-message tracker "
+                             "would span an Exclusive topic and a Shared retry topic")
+        if self.retry_letter_topic and self.receiver_queue_size == 0:
+            # A consumer of two topics is a multi-topics consumer, which refuses a zero queue
+            # (PulsarClientImpl.subscribeAsync: "Receiver queue size needs to be greater than 0 for
+            # Topics Consumer"; the Go client refuses RetryEnable with EnableZeroQueueConsumer).
+            raise ValueError("receiver_queue_size 0 with a retry letter topic: the client refuses it")
 
     @property
     def batch_index_ack(self) -> bool:
         """Batch-index acks take effect only when both the broker and the client enable them (PIP-54)."""
         return self.broker_batch_index_ack and self.client_batch_index_ack
+
+    @property
+    def topics(self) -> int:
+        """How many topics the consumer reads, each with a cursor of its own: the partitions, or the
+        topic and its retry letter topic; 0 for one topic alone (model/partitions.py models more than one)."""
+        return self.partitions or (2 if self.retry_letter_topic else 0)
+
+    @property
+    def max_reconsumes(self) -> int:
+        """How many times a message may be reconsumed before its next reconsume_later dead-letters it:
+        the dead-letter policy's max_redeliver_count, 16 without one (RetryMessageUtil.MAX_RECONSUMETIMES;
+        the Go client's MaxReconsumeTimes)."""
+        return 16 if self.max_redeliver_count is None else self.max_redeliver_count
 
     @property
     def effective_nack_delay_ms(self) -> int:
@@ -204,4 +241,6 @@ class Spec:
             flags.append("seek-acks-skipped")
         if self.partitions:
             flags.append(f"partitions={self.partitions}")
+        if self.retry_letter_topic:
+            flags.append("retry-letter-topic")
         return ", ".join(flags)

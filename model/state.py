@@ -123,6 +123,11 @@ class Message:
     # again (shown by suites/broker/test_seek_to_a_batch_index.py), and that consumer's client skips
     # it as before its start message id.
     acked_by_seek: str | None = None
+    # A reconsume_later copy on the retry letter topic (ops.RetryCopy): the broker's delayed
+    # delivery tracker dispatches it no earlier than `deliver_from` and certainly by `deliver_by`;
+    # 0 for a message published without a delay. Its first delivery may come after later messages.
+    deliver_from: int = 0
+    deliver_by: int = 0
 
     # with_(**changes): `dataclasses.replace(self, **changes)`, made fast by model.records (set below).
 

@@ -65,6 +65,20 @@ def _held(kind: type) -> Callable[[State], tuple[o.Op, ...]]:
     return held
 
 
+# Longer than the broker's delayed-delivery tick (1 s), which may dispatch a copy that much early:
+# a copy reconsumed with it cannot come within the first 2 s.
+RETRY_DELAY_MS = 3000
+
+
+def _reconsume_later(state: State) -> tuple[o.Op, ...]:
+    """A held message reconsumed at once or after RETRY_DELAY_MS. Only for a consumer with a retry
+    letter topic (a check's kinds say so: suites/conformance/catalog.py); a program's view is the
+    topic's state, whose spec is the topic's alone (model/partitions.py)."""
+    connected = [c.name for c in state.consumers if c.connected]
+    return tuple([_op(o.ReconsumeLater, consumer=m.holder, message=m.id, delay_ms=delay) for m in state.messages
+                  if m.status is HELD and m.holder in connected for delay in (0, RETRY_DELAY_MS)])
+
+
 def _seek(state: State) -> tuple[o.Op, ...]:
     connected = state.connected()
     if len(connected) != 1 or any(c.pending_acks for c in state.consumers if not c.connected):
@@ -90,13 +104,16 @@ def _tick(state: State) -> tuple[o.Op, ...]:
         ticks.append(_op(o.Tick, ms=spec.ack_grouping_ms + 50))
     if spec.ack_timeout_window_ms is not None and any(m.status is HELD for m in state.messages):
         ticks.append(_op(o.Tick, ms=spec.ack_timeout_window_ms[1] + 50))
+    if any(m.deliver_by > state.now for m in state.messages):
+        ticks.append(_op(o.Tick, ms=RETRY_DELAY_MS + spec.delayed_delivery_tick_ms + 50))  # a delayed copy due
     return tuple(ticks)
 
 
 def boundary_ticks(state: State) -> tuple[o.Op, ...]:
     """Ticks that land just before, on and just after each bound of a window open now, and inside
     it: a nacked or timed-out message's redelivery window (the NegativeAcksTracker's delay and
-    tick, the UnAckedMessageTracker's timeout and tick), a rewind on its way, a Failover pause. The
+    tick, the UnAckedMessageTracker's timeout and tick), a rewind on its way, a Failover pause, a
+    delayed reconsume_later copy's window. The
     model's rules compare the clock with these bounds (`>=` opens a window, `<=` closes it), so a
     bound shifted by one shows only to a tick that lands beside it. Empty when no window is open."""
     now, bounds = state.now, set()
@@ -107,6 +124,7 @@ def boundary_ticks(state: State) -> tuple[o.Op, ...]:
         bounds.update(state.rewind_window)
     if state.paused_until > now:
         bounds.add(state.paused_until)
+    bounds.update(b for m in state.messages if m.deliver_by > now for b in (m.deliver_from, m.deliver_by))
     landings = sorted({b + d for b in bounds for d in (-1, 0, 1)})
     return tuple(_op(o.Tick, ms=t - now) for t in landings if t > now)
 
@@ -166,6 +184,7 @@ CANDIDATES: dict[str, Callable[[State], tuple[o.Op, ...]]] = {
     "acknowledge": _held(o.Acknowledge),
     "acknowledge_cumulative": _held(o.AcknowledgeCumulative),
     "negative_acknowledge": _held(o.NegativeAcknowledge),
+    "reconsume_later": _reconsume_later,
     "redeliver_unacknowledged_messages": _per_consumer(o.RedeliverUnacknowledgedMessages),
     "close": _per_consumer(o.Close),
     "seek": _seek,
@@ -185,6 +204,7 @@ CANDIDATES: dict[str, Callable[[State], tuple[o.Op, ...]]] = {
 # weighs them there); the trace corpora leave them out, so that a seed keeps generating the traces it always did.
 WEIGHTS: dict[str, int] = {
     "send": 8, "subscribe": 2, "receive": 12, "acknowledge": 6, "acknowledge_cumulative": 2, "negative_acknowledge": 2,
+    "reconsume_later": 0,
     "redeliver_unacknowledged_messages": 1, "close": 1, "seek": 1, "tick": 1, "read_cursor": 2, "unload": 1,
     "restart": 0, "crash": 0, "crash_client": 0, "cut_network": 0,
     "stall_network": 0, "slow_network": 0}

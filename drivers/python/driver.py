@@ -101,7 +101,8 @@ class PythonDriver:
                 return refused
         capabilities = [*CAPABILITIES, *(["tls_client_cert"] if client_certificates() else [])]
         return {"client": "python", "version": importlib.metadata.version("pulsar-client"),
-                "ops": list(wire.CLIENT_OPS), "capabilities": capabilities}
+                "ops": [k for k in wire.CLIENT_OPS if k != "reconsume_later"],  # the C++ client has no retry topic
+                "capabilities": capabilities}
 
     def _refused(self) -> dict | None:
         """With credentials, one lookup at the hello, so that refused ones are said now (PROTOCOL.md).

@@ -91,4 +91,7 @@ NO_PROOF_BECAUSE: Mapping[Guarantee, str] = MappingProxyType({
     Guarantee.RECEIVER_QUEUE:
         "A property of flow control between the dispatcher and each consumer (permits, receiver queues), "
         "which no encoding models: neither the cursor nor one message's counter has consumers.",
+    Guarantee.RECONSUME_LATER:
+        "A property of a client call and of the broker's delayed delivery across two topics (the copy's "
+        "window), which no encoding models: the cursor's has one topic and no clock, the counter's one message.",
 })

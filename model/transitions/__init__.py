@@ -31,7 +31,7 @@ from model import ops as o
 from model.state import ACKED, AVAILABLE, HELD, State, replace_messages
 from model.transitions.acks import acknowledge, acknowledge_cumulative, flush_acks, read_cursor
 from model.transitions.client_crash import crash_client
-from model.transitions.consumers import close, send, subscribe
+from model.transitions.consumers import close, retry_copy, send, subscribe
 from model.transitions.receive import receive
 from model.transitions.redelivery import ack_timeouts_open, negative_acknowledge, redeliver
 from model.transitions.reopen import reopen, seek
@@ -77,6 +77,13 @@ def step(state: State, op: o.Op, completion: o.Completion) -> Result:
 def _redeliver_unacknowledged_messages(state: State, op: o.RedeliverUnacknowledgedMessages,
                                        completion: o.Completion) -> Result:
     return redeliver(state, op.consumer, completion.at, window=(0, 0))
+
+
+def _reconsume_later(state: State, op: o.ReconsumeLater, completion: o.Completion) -> Result:
+    # On the topic whose message it names, a reconsume_later is the individual ack its client sends
+    # once the copy is published (ConsumerImpl.doReconsumeLater); model/partitions.py publishes the
+    # copy on the retry letter topic.
+    return acknowledge(state, o.Acknowledge(consumer=op.consumer, message=op.message), completion)
 
 
 def _tick(state: State, op: o.Tick, completion: o.Completion) -> Result:
@@ -151,6 +158,8 @@ _TRANSITIONS: dict[type, Callable[[State, o.Op, o.Completion], Result]] = {
     o.StallNetwork: _stall_network,
     o.SlowNetwork: _slow_network,
     o.ReadCursor: read_cursor,
+    o.RetryCopy: retry_copy,
+    o.ReconsumeLater: _reconsume_later,
 }
 
 

@@ -34,6 +34,15 @@ def send(state: State, op: o.Send, completion: o.Completion) -> Result:
                        messages=state.messages + new, serial=serial)
 
 
+def retry_copy(state: State, op: o.RetryCopy, completion: o.Completion) -> Result:
+    """A reconsume_later's copy published on the retry letter topic: a message like a send's, held
+    back by the broker's delayed delivery tracker within its window."""
+    entry, serial = len(state.entries), state.serial + 1
+    copy = Message.published(o.MessageId(entry), op.key, serial).with_(deliver_from=op.deliver_from,
+                                                                      deliver_by=op.deliver_by)
+    return state.with_(entries=state.entries + (0,), messages=state.messages + (copy,), serial=serial)
+
+
 def subscribe(state: State, op: o.Subscribe, completion: o.Completion) -> Result:
     busy = state.spec.subscription_type is SubscriptionType.EXCLUSIVE and bool(state.connected())
     if busy:

@@ -164,6 +164,18 @@ CHECKS = (
           specs={"Exclusive-2": EXCLUSIVE.with_(partitions=2), "Failover-2": FAILOVER.with_(partitions=2),
                  "Shared-3": SHARED.with_(partitions=3), "Key_Shared-2": KEY_SHARED.with_(partitions=2)},
           guarantees=EVERY_PROGRAM | ACKS | {G.EXCLUSIVE, G.KEY_SHARED_STICKINESS, G.CUMULATIVE_REFUSED_ON_SHARED}),
+    # A consumer with a retry letter topic (enableRetry): a reconsume_later acknowledges the message
+    # and publishes a copy to the retry topic, which comes after its delay (the Java client reads
+    # that topic as Shared whatever the type), until the copy reconsumed max_redeliver_count times
+    # goes to the dead-letter topic at its next reconsume_later. A close hands back what a consumer
+    # held on either topic. Checked for the clients that declare `retry_letter_topic` (Java), not
+    # applicable for the others.
+    Check(area="retry_letter_topic", kinds=BASE + ("acknowledge", "reconsume_later", "close", "tick"),
+          specs={"Shared-dlq2": SHARED.with_(retry_letter_topic=True, max_redeliver_count=2),
+                 "Exclusive-dlq1": EXCLUSIVE.with_(retry_letter_topic=True, max_redeliver_count=1),
+                 "Key_Shared-dlq2": KEY_SHARED.with_(retry_letter_topic=True, max_redeliver_count=2)},
+          guarantees=EVERY_PROGRAM | ACKS | {G.RECONSUME_LATER, G.DEAD_LETTER, G.EXCLUSIVE,
+                                             G.KEY_SHARED_STICKINESS}),
     # A close drops the ack timeouts its consumer's client was tracking, and the counts they added;
     # an acknowledge_cumulative ends the timeouts of what it acknowledges (refused on Shared).
     Check(area="ack_timeout", kinds=BASE + ("acknowledge", "acknowledge_cumulative", "tick", "close"), slow=True,

@@ -60,6 +60,10 @@ def _crafted_cases():
     queue_of_one = Spec(receiver_queue_size=1)
     yield checks.check_receiver_queue, (_state(queue_of_one, Message(id=M0), Message(id=M1), consumers=("c0", "c1")),
                                         frozenset({"c0"}))
+    delayed = Message(id=M0, deliver_from=3000, deliver_by=5000)
+    yield checks.check_reconsume_delay, (_state(SHARED, delayed, now=2999), delayed)
+    yield (checks.check_reconsume_later,
+           (_state(SHARED, _held()), o.ReconsumeLater(consumer="c0", message=M0), o.info("Timeout")))
 
 
 CASES = dict(_crafted_cases())

@@ -22,7 +22,7 @@ from fixtures.targets.driver_target import (MODEL_DRIVER, PYTHON_DRIVER, ClientC
 from model import ops as o
 from model.spec import Spec, SubscriptionType
 from reports.failures import read_events
-from suites.conformance.catalog import CHECKS
+from suites.conformance.catalog import CHECKS, check
 from suites.machines import run_conformance
 from suites.replay.stored import replay
 
@@ -117,12 +117,12 @@ def test_a_spec_names_the_client_the_driver_named_in_its_handshake(tmp_path):
 
 
 def test_every_catalog_check_asks_only_what_the_python_client_declares():
-    """With --client python no check is skipped as not applicable but those of ack receipts and
-    the nack backoff (the C++ client has neither), and the Java and Go clients' seek rules: the
+    """With --client python no check is skipped as not applicable but those of ack receipts, the
+    nack backoff and the retry letter topic (the C++ client has none), and the Java and Go clients' seek rules: the
     catalog's other specs need only what pulsar-client offers (drivers/python/driver.py's CAPABILITIES)."""
     from drivers.python.driver import CAPABILITIES
 
-    hello = {"ops": list(wire.CLIENT_OPS), "capabilities": list(CAPABILITIES)}
+    hello = {"ops": [k for k in wire.CLIENT_OPS if k != "reconsume_later"], "capabilities": list(CAPABILITIES)}
     needed = {c.area: sorted({n for s in c.specs.values() for n in wire.needs(c.kinds, s)}) for c in CHECKS}
     assert "seek_by_id" in needed["seek"]
     assert "dead_letter_policy" in needed["redelivery_count_and_dead_letter"]
@@ -131,7 +131,9 @@ def test_every_catalog_check_asks_only_what_the_python_client_declares():
     assert {cell: need for cell, need in lacking.items() if need} == {
         ("persistence", "Exclusive-ack-receipts"): ["ack_receipts"], ("negative_ack", "Shared-backoff"): ["nack_backoff"],
         ("seek", "Shared-seek-batch-index"): ["seek_batch_index"],
-        ("seek", "Shared-seek-acks-skipped"): ["seek_acks_skipped"]}
+        ("seek", "Shared-seek-acks-skipped"): ["seek_acks_skipped"],
+        **{("retry_letter_topic", name): ["reconsume_later", "retry_letter_topic"]
+           for name in check("retry_letter_topic").specs}}
     assert wire.lacking({**hello, "capabilities": []}, ("send", "seek"), Spec()) == ["seek_by_id"]
 
 

@@ -47,6 +47,8 @@ NOT_APPLICABLE = {
     # Partitioned topics: the driver does not declare `partitioned` (its sends do not say a partition).
     *(("partitioned", s) for s in ("Exclusive-2", "Failover-2", "Shared-3", "Key_Shared-2")),
     *(("partitioned_ack_timeout", s) for s in ("Exclusive-2", "Failover-2", "Shared-3", "Key_Shared-2")),
+    # No retry letter topic in the crate.
+    *(("retry_letter_topic", s) for s in ("Shared-dlq2", "Exclusive-dlq1", "Key_Shared-dlq2")),
 }
 
 
@@ -65,7 +67,7 @@ def test_the_rust_driver_declares_what_the_crate_does_and_nothing_more(rust):
     finally:
         driver.stop()
     assert (hello["client"], hello["version"], hello["protocol"]) == ("rust", crate_version(), wire.PROTOCOL)
-    assert set(hello["ops"]) == set(wire.CLIENT_OPS) - {"redeliver_unacknowledged_messages"}
+    assert set(hello["ops"]) == set(wire.CLIENT_OPS) - {"redeliver_unacknowledged_messages", "reconsume_later"}
     assert set(hello["capabilities"]) == {"ack_timeout", "dead_letter_policy", "seek_by_id"}
     lacking = {(c.area, spec_id) for c in CHECKS for spec_id, spec in c.specs.items()
                if wire.lacking(hello, c.kinds, spec)}

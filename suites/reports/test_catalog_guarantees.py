@@ -37,6 +37,7 @@ NEEDS = {
         {SubscriptionType.SHARED, SubscriptionType.KEY_SHARED} & _types(c)),
     G.DEAD_LETTER: lambda c: any(s.max_redeliver_count is not None and s.subscription_type.tracks_redelivery_count
                                  for s in c.specs.values()),
+    G.RECONSUME_LATER: lambda c: "reconsume_later" in c.kinds,
     **{g: (lambda c: True) for g in EVERY_PROGRAM},
 }
 

@@ -40,10 +40,12 @@ import org.apache.pulsar.client.impl.MultiplierRedeliveryBackoff;
  */
 final class JavaDriver {
     static final List<String> OPS = List.of("send", "subscribe", "receive", "acknowledge", "acknowledge_cumulative",
-            "negative_acknowledge", "redeliver_unacknowledged_messages", "close", "seek", "tick");
+            "negative_acknowledge", "redeliver_unacknowledged_messages", "close", "seek", "tick", "reconsume_later");
     static final List<String> CAPABILITIES = List.of("ack_receipts", "nack_backoff", "ack_grouping_time",
             "batch_index_ack", "receiver_queue_0", "ack_timeout", "dead_letter_policy", "redeliver_unacknowledged",
-            "seek_by_id", "seek_batch_index", "redelivery_count", "tls_client_cert", "partitioned");
+            "seek_by_id", "seek_batch_index", "redelivery_count", "tls_client_cert", "partitioned", "retry_letter_topic");
+    // The property a reconsume_later copy carries: its entry in the program (drivers/PROTOCOL.md).
+    static final String COPY_PROPERTY = "conformance-entry";
     static final int RECEIVE_TIMEOUT_MS = 100;  // a receive request without `ms`
     static final int NACK_PRECISION_BITS = Integer.parseInt(
             System.getenv().getOrDefault("CONFORMANCE_JAVA_NACK_PRECISION_BITS", "0"));
@@ -203,6 +205,14 @@ final class JavaDriver {
             case "acknowledge_cumulative" -> consumer(name).acknowledgeCumulative(message(request));
             case "negative_acknowledge" -> consumer(name).negativeAcknowledge(message(request));
             case "redeliver_unacknowledged_messages" -> consumer(name).redeliverUnacknowledgedMessages();
+            case "reconsume_later" -> {
+                // Returns once the copy is published (or dead-lettered) and the message acknowledged.
+                JsonNode copy = request.path("copy_entry");
+                Map<String, String> properties = copy.isNumber()
+                        ? Map.of(COPY_PROPERTY, Integer.toString(copy.asInt())) : Map.of();
+                consumer(name).reconsumeLater(message(request), properties, request.path("ms").asLong(0),
+                        TimeUnit.MILLISECONDS);
+            }
             case "close" -> {
                 Consumer<byte[]> consumer = consumer(name);
                 pending.remove(name);  // its waiting receive ends with AlreadyClosed
@@ -330,6 +340,11 @@ final class JavaDriver {
             builder.deadLetterPolicy(DeadLetterPolicy.builder()
                     .maxRedeliverCount(spec.path("max_redeliver_count").asInt()).build());
         }
+        if (spec.path("retry_letter_topic").asBoolean(false)) {
+            // The topic and <topic>-<subscription>-RETRY under one multi-topics consumer; the
+            // dead-letter topic's name is filled in too (ConsumerBuilderImpl.subscribeAsync).
+            builder.enableRetry(true);
+        }
         JsonNode backoff = spec.path("nack_backoff");
         if (backoff.isObject()) {
             // The nack of a message waits backoff.next(its redelivery count) instead of the nack
@@ -362,7 +377,8 @@ final class JavaDriver {
                 return Replies.ok();
             }
         }
-        String data = new String(message.getData(), StandardCharsets.UTF_8);
+        String copy = message.getProperty(COPY_PROPERTY);
+        String data = copy != null ? copy : new String(message.getData(), StandardCharsets.UTF_8);
         received.put(data, message);
         int dot = data.indexOf('.');
         ObjectNode reply = Replies.ok()

@@ -317,7 +317,9 @@ def in_program_terms(state: PartitionedState, partition: int, violation: Violati
         k = int(found.group(1))
         return f"m{entries[k]}" if k < len(entries) else found.group(0)
 
-    return replace(violation, detail=f"partition {partition}: {_ID.sub(renumber, violation.detail)}")
+    where = (("the retry letter topic" if partition == RETRY else "the topic") if state.spec.retry_letter_topic
+             else f"partition {partition}")
+    return replace(violation, detail=f"{where}: {_ID.sub(renumber, violation.detail)}")
 
 
 def route_send(op: o.Send, partitions: int, sent: int) -> int:

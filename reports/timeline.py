@@ -28,7 +28,7 @@ PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#e15759", "#76b7b2", "#e
            "#ff9da7", "#8cd17d", "#499894", "#d37295")
 ACK, NACK, SEEK, BROKER, FAIL = "#2e7d32", "#e65100", "#6a1b9a", "#455a64", "#c62828"
 CONSUMER_OPS = {"subscribe", "receive", "acknowledge", "acknowledge_cumulative", "negative_acknowledge",
-                "redeliver_unacknowledged_messages", "close", "seek"}
+                "redeliver_unacknowledged_messages", "close", "seek", "reconsume_later"}
 BROKER_OPS = {"tick", "unload", "restart", "crash", "cut_network", "stall_network", "slow_network"}
 
 
@@ -152,6 +152,7 @@ def _consumer_mark(i: int, e: Event, title: str, failed: bool) -> Mark:
         "acknowledge": (f"ack {message}", ACK), "acknowledge_cumulative": (f"ack≤{message}", ACK),
         "negative_acknowledge": (f"nack {message}", NACK), "redeliver_unacknowledged_messages": ("redeliver", NACK),
         "seek": (f"seek {message}", SEEK), "receive": ("", "#999"),
+        "reconsume_later": (f"retry {message}" + (f" +{e.ms}ms" if e.ms else ""), NACK),
     }
     label, color = kinds.get(e.op, (e.op, "#333"))
     kind = "empty" if e.op == "receive" else e.op

@@ -88,8 +88,14 @@ def receive(state: State, op: o.Receive, completion: o.Completion, *, invoked: i
     if message.status is HELD and message.holder != op.consumer:
         # The copy the other consumer's application holds may still come back with its own count
         # (shown by history broker-closed-consumers-copy-keeps-its-count.batches-Shared-batch-index-ack).
+        # A copy that used the other consumer's open window, with no stale copy about that it could
+        # be instead, is the redelivery that consumer asked for: the broker took the entry out of
+        # its pending acks and has it pending on this one only, so this consumer's own requests are
+        # not ignored (shown by history
+        # broker-timed-out-copy-moves-to-another-consumer.partitioned_ack_timeout-Shared-3).
         delivered = delivered.with_(older_copy_count=min(message.held_count, message.older_copy_count),
-                                    held_by_two_consumers=True)
+                                    held_by_two_consumers=used_extra or message.extra_deliveries > 0
+                                    or message.held_by_two_consumers)
     # A copy still to come may also be one a request sent after the copy just received: the upper
     # bound stays where it was (shown by history
     # broker-newer-copy-after-an-older-one-keeps-its-count.redelivery_count_and_dead_letter-Shared).

@@ -18,6 +18,8 @@ is only the sentence that follows.
 
 from __future__ import annotations
 
+from collections import Counter
+
 from model import cursor as cur
 from model import ops as o
 from model.spec import SubscriptionType
@@ -260,20 +262,29 @@ def ack_timeouts_open(state: State, now: int) -> State:
         return _rewind_on_its_way(state, (min(m.redelivery_from for m in opening),
                                           max(m.redelivery_by for m in opening) + REWIND_LAG_MS))
     bump = 1 if state.spec.subscription_type.tracks_redelivery_count else 0
-    entries = {m.id.entry for m in opening if m.id.index >= 0}
+    # Each index whose timeout runs out may be asked for in a request of its own (the tracker asks
+    # once a tick for what expired in it), and each request brings the whole entry again, counted:
+    # an index comes once more for every other index of its entry that timed out (shown by history
+    # broker-each-timed-out-index-brings-its-entry-again.partitioned_ack_timeout-Key_Shared-2).
+    opening_in = Counter(m.id.entry for m in opening if m.id.index >= 0)
     opened = {m.id for m in opening}
 
-    def comes_with_the_entry(m: Message) -> bool:
-        if m.id.entry not in entries or m.id in opened:
-            return False
+    def times_with_the_entry(m: Message) -> int:
+        others = opening_in.get(m.id.entry, 0) - (m.id in opened)
         # An acked index stays out only if the broker has it as acked (batch-index acks).
-        return m.status is not ACKED or not (m.ack_confirmed and state.spec.batch_index_ack)
+        if others <= 0 or (m.status is ACKED and m.ack_confirmed and state.spec.batch_index_ack):
+            return 0
+        return others
 
     # A queued index comes back with its entry, out of publish order, as after a nack (shown by
     # test_fidelity_broker::test_queued_indexes_of_a_redelivered_batch_come_back_with_it_after_later_entries).
-    return replace_messages(state, {m.id: m.with_(extra_deliveries=m.extra_deliveries + 1, count_hi=m.count_hi + bump,
-                                                  never_dispatched=False)
-                                    for m in state.messages if comes_with_the_entry(m)})
+    changed = {}
+    for m in state.messages:
+        times = times_with_the_entry(m) if m.id.entry in opening_in else 0
+        if times:
+            changed[m.id] = m.with_(extra_deliveries=m.extra_deliveries + times, count_hi=m.count_hi + bump * times,
+                                    never_dispatched=False)
+    return replace_messages(state, changed)
 
 
 def _rewind_on_its_way(state: State, window: tuple[int, int]) -> State:

@@ -42,6 +42,8 @@ CAPABILITIES = {
                          "the target never comes to another consumer (spec seek_acks_skipped, set from the hello)",
     "redelivery_count": "a received message's redelivery count (Message.getRedeliveryCount())",
     "tls_client_cert": "a client certificate for mutual TLS (hello auth.tls_cert, auth.tls_key)",
+    "partitioned_seek": "a seek by message id on a partitioned topic: the multi-topics consumer seeks the message's "
+                        "partition (the Go client refuses it)",
     "retry_letter_topic": "a consumer with enableRetry (spec retry_letter_topic), whose reconsume_later copies "
                           "carry the property COPY_PROPERTY naming their entry",
     "partitioned": "a partitioned topic through the client's multi-topics consumer (spec partitions); a send's "
@@ -89,6 +91,8 @@ def needs(kinds: Iterable[str], spec: Spec) -> list[str]:
         wanted.append("nack_backoff")
     if spec.partitions:
         wanted.append("partitioned")
+        if "seek" in kinds:
+            wanted.append("partitioned_seek")
     if spec.retry_letter_topic:
         wanted.append("retry_letter_topic")
     if spec.subscription_type.tracks_redelivery_count and (

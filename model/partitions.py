@@ -15,13 +15,17 @@ models of a topic (`PartitionedState.parts`), and a program's op goes where the 
   it names: a cumulative ack acknowledges that partition's messages up to it, and no other
   partition's (shown by suites/broker/test_partitioned_topic.py::
   test_a_cumulative_ack_acknowledges_its_own_partition_only);
+- a seek, to the partition of the message it names, which the multi-topics consumer's partition
+  consumer seeks alone (the Java client's MultiTopicsConsumerImpl.seekAsync of a TopicMessageId,
+  the C++ client's seekAsync); the other partitions keep their cursors, and what they had
+  dispatched is owed as before (the Java and C++ clients drop it from their receiver queue: KD-44);
 - every other op (subscribe, close, redeliver_unacknowledged_messages, a tick, an unload, a client
   crash), to every partition; an op that names no partition moves every partition's clock.
 
 A program numbers its entries once, in send order, whatever their partition (m0, m1, ...); each
-partition's state numbers its own from 0, and this module translates both ways. A seek and a
-cursor read are refused: which partitions a seek by id resets, and the cursors of N partitions as
-one read, are still to be shown on the broker before the model says anything of them.
+partition's state numbers its own from 0, and this module translates both ways. A cursor read is
+refused: the cursors of N partitions as one read are still to be shown on the broker before the
+model says anything of them.
 
 A consumer with a retry letter topic (`Spec.retry_letter_topic`, the client's `enableRetry`) is a
 multi-topics consumer too, over two topics: the topic (0) and `<topic>-<subscription>-RETRY` (1,
@@ -53,8 +57,8 @@ from model.transitions.redelivery import timed_out_elsewhere
 from model.violations import Violation
 
 # Ops that name a message: they go to its partition.
-NAMING = (o.Acknowledge, o.AcknowledgeCumulative, o.NegativeAcknowledge)
-_NOT_YET = (o.Seek, o.ReadCursor)
+NAMING = (o.Acknowledge, o.AcknowledgeCumulative, o.NegativeAcknowledge, o.Seek)
+_NOT_YET = (o.ReadCursor,)
 _WAIT = o.Tick(ms=0)
 
 

@@ -79,7 +79,7 @@ def _respond_partitioned(state: PartitionedState, op: o.Op, rng: random.Random) 
                                 at=state.now)
             return o.ok(at=state.now)
         case o.Acknowledge(message=message) | o.AcknowledgeCumulative(message=message) | \
-                o.NegativeAcknowledge(message=message):
+                o.NegativeAcknowledge(message=message) | o.Seek(message=message):
             p, local = state.local(message)
             return respond(state.first[p], replace(op, message=local), rng)
     return respond(state.first[0], op, rng)

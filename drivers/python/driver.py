@@ -32,7 +32,7 @@ CONSUMER_TYPES = {
 REFUSALS = (pulsar.CumulativeAcknowledgementNotAllowedError, pulsar.ConsumerBusy)
 # No ack receipts, nack backoff or ack grouping time.
 CAPABILITIES = ("batch_index_ack", "receiver_queue_0", "ack_timeout", "dead_letter_policy",
-                "redeliver_unacknowledged", "seek_by_id", "redelivery_count", "partitioned")
+                "redeliver_unacknowledged", "seek_by_id", "redelivery_count", "partitioned", "partitioned_seek")
 RECEIVE_TIMEOUT_MS = 100  # a receive request without `ms`
 HELLO_TIMEOUT_S = 5  # the hello's lookup with credentials (PROTOCOL.md: refusals within seconds)
 HELLO_PROBE_TOPIC = "conformance-hello-probe"  # looked up, never created

@@ -47,6 +47,7 @@ NOT_APPLICABLE = {
     # Partitioned topics: the driver does not declare `partitioned` (its sends do not say a partition).
     *(("partitioned", s) for s in ("Exclusive-2", "Failover-2", "Shared-3", "Key_Shared-2")),
     *(("partitioned_ack_timeout", s) for s in ("Exclusive-2", "Failover-2", "Shared-3", "Key_Shared-2")),
+    *(("partitioned_seek", s) for s in ("Exclusive-2", "Shared-2")),
     # No retry letter topic in the crate.
     *(("retry_letter_topic", s) for s in ("Shared-dlq2", "Exclusive-dlq1", "Key_Shared-dlq2")),
 }

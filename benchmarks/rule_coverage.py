@@ -134,9 +134,12 @@ class Watching(ModelTarget):
         self.seen, self.program = seen, ""
 
     def invoke(self, op: o.Op) -> o.Completion:
-        for name, holds in SITUATIONS.items():
-            if holds(self.state, op):
-                self.seen[self.program].add(name)
+        # A consumer of several topics (partitions, a retry letter topic) keeps a state per topic,
+        # in program ids of its own: the situations are told on one topic's state only.
+        if self.partitioned is None:
+            for name, holds in SITUATIONS.items():
+                if holds(self.state, op):
+                    self.seen[self.program].add(name)
         return super().invoke(op)
 
     def reset(self, spec, program_id: str) -> None:

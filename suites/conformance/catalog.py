@@ -168,11 +168,11 @@ CHECKS = (
     # and publishes a copy to the retry topic, which comes after its delay (the Java client reads
     # that topic as Shared whatever the type), until the copy reconsumed max_redeliver_count times
     # goes to the dead-letter topic at its next reconsume_later. A close hands back what a consumer
-    # held on either topic, and a nack asks for a message again on its own topic, counted on
-    # Shared (the retry topic is Shared), where the dead-letter policy also counts it. Checked for
-    # the clients that declare `retry_letter_topic` (Java), not applicable for the others.
-    Check(area="retry_letter_topic",
-          kinds=BASE + ("acknowledge", "reconsume_later", "negative_acknowledge", "close", "tick"),
+    # held on either topic. No nack: under the dead-letter policy a nack repeated on one delivery
+    # loses the message in the Java client (KD-29, dead_letter_by_nack's finding), which a nightly
+    # run of this check with nacks showed again on a batch. Checked for the clients that declare
+    # `retry_letter_topic` (Java), not applicable for the others.
+    Check(area="retry_letter_topic", kinds=BASE + ("acknowledge", "reconsume_later", "close", "tick"),
           specs={"Shared-dlq2": SHARED.with_(retry_letter_topic=True, max_redeliver_count=2),
                  "Exclusive-dlq1": EXCLUSIVE.with_(retry_letter_topic=True, max_redeliver_count=1),
                  "Key_Shared-dlq2": KEY_SHARED.with_(retry_letter_topic=True, max_redeliver_count=2)},

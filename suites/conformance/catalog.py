@@ -181,8 +181,12 @@ CHECKS = (
     # A seek on a partitioned topic seeks the partition of the message it names; the other
     # partitions keep their cursors, and what they dispatched is owed. The Java and C++ clients
     # drop it from the multi-topics consumer's queue (KD-44, in the gate's baseline for them); the
-    # Go client refuses the seek (not applicable: it does not declare `partitioned_seek`).
-    Check(area="partitioned_seek", kinds=BASE + ("acknowledge", "seek", "close"),
+    # Go client refuses the seek (not applicable: it does not declare `partitioned_seek`). Out of
+    # CI, in the nightly run (`slow`): every client that seeks there fails it, and a loaded CI run
+    # once showed an order the model does not explain with the Python client
+    # (suites/replay/unexplained/python-partitioned_seek-Shared-2), which the gate cannot tell
+    # from a new divergence.
+    Check(area="partitioned_seek", kinds=BASE + ("acknowledge", "seek", "close"), slow=True,
           specs={"Exclusive-2": EXCLUSIVE.with_(partitions=2), "Shared-2": SHARED.with_(partitions=2)},
           guarantees=EVERY_PROGRAM | ACKS | {G.EXCLUSIVE}),
     # A close drops the ack timeouts its consumer's client was tracking, and the counts they added;

@@ -36,3 +36,13 @@ def test_a_fault_of_ack_timeouts_is_caught_by_the_slow_check():
     assert catch is not None, "the catcher passed a target whose ack timeouts never redeliver"
     assert catch.check.area == "ack_timeout" and catch.check.slow
     assert catch.failure.violation.guarantee is Guarantee.NO_LOSS
+
+
+def test_a_check_the_catalog_calls_slow_is_marked_slow_for_pytest():
+    """CI runs `-m "not slow"`: a check the catalog keeps for the nightly must carry the mark."""
+    import importlib
+
+    for c in CHECKS:
+        marks = getattr(importlib.import_module(f"suites.conformance.test_{c.area}"), "pytestmark", [])
+        marked = any(m.name == "slow" for m in (marks if isinstance(marks, list) else [marks]))
+        assert marked == c.slow, f"{c.area}: slow in the catalog {c.slow}, marked slow {marked}"

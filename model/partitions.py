@@ -191,14 +191,21 @@ def step(state: PartitionedState, op: o.Op, completion: o.Completion, *, core: C
             taken = (local_op, local_completion)
         else:
             taken = (_WAIT, o.ok(at=completion.at))
-        survivors, violations = [], []
-        for each in ((next(iter(part)),) if decided else part):
-            for result in outcomes(core(each, *taken)):
-                (violations if isinstance(result, Violation) else survivors).append(result)
+        survivors, violations = _apply(part, *taken, core=core, outcomes=outcomes, decided=decided)
         if not survivors:
             return tuple(in_program_terms(state, p, v) for v in violations)
-        parts.append(frozenset(survivors[:1] if decided else survivors))
+        parts.append(survivors)
     return (PartitionedState(spec=state.spec, parts=tuple(parts), placed=placed, reconsumed=reconsumed),)
+
+
+def _apply(part: frozenset[State], op: o.Op, completion: o.Completion, *, core: Callable, outcomes: Outcomes,
+           decided: bool) -> tuple[frozenset[State], list[Violation]]:
+    """The states one partition may be in after `op`, and the violations of those that ruled it out."""
+    survivors, violations = [], []
+    for each in ((next(iter(part)),) if decided else part):
+        for result in outcomes(core(each, op, completion)):
+            (violations if isinstance(result, Violation) else survivors).append(result)
+    return frozenset(survivors[:1] if decided else survivors), violations
 
 
 def _reconsume_later(state: PartitionedState, op: o.ReconsumeLater, completion: o.Completion, *, core: Callable,
@@ -218,7 +225,7 @@ def _reconsume_later(state: PartitionedState, op: o.ReconsumeLater, completion: 
         return (problem,)
     p, local = found
     times = state.reconsumed[op.message.entry] + 1
-    copied = times <= state.spec.max_reconsumes
+    copied = copies(state.spec, state.reconsumed[op.message.entry])
     placed, reconsumed = state.placed, state.reconsumed
     copy = None
     if copied:
@@ -232,15 +239,17 @@ def _reconsume_later(state: PartitionedState, op: o.ReconsumeLater, completion: 
             taken.append((copy, completion))
         taken.append((replace(op, message=local), completion) if q == p else (_WAIT, o.ok(at=completion.at)))
         for each_op, each_completion in taken:
-            survivors, violations = [], []
-            for each in ((next(iter(part)),) if decided else part):
-                for result in outcomes(core(each, each_op, each_completion)):
-                    (violations if isinstance(result, Violation) else survivors).append(result)
-            if not survivors:
+            part, violations = _apply(part, each_op, each_completion, core=core, outcomes=outcomes, decided=decided)
+            if not part:
                 return tuple(in_program_terms(state, q, v) for v in violations)
-            part = frozenset(survivors[:1] if decided else survivors)
         parts.append(part)
     return (PartitionedState(spec=state.spec, parts=tuple(parts), placed=placed, reconsumed=reconsumed),)
+
+
+def copies(spec: Spec, reconsumed: int) -> bool:
+    """Whether a reconsume_later of a message reconsumed `reconsumed` times publishes a copy: past
+    `Spec.max_reconsumes` it goes to the dead-letter topic instead (RECONSUMETIMES > the limit)."""
+    return reconsumed < spec.max_reconsumes
 
 
 def retry_copy(spec: Spec, key: str | None, *, invoked: int, at: int, delay_ms: int) -> o.RetryCopy:

@@ -11,6 +11,8 @@ client v0.21.0, each through its driver, on topics of 2 and 3 partitions made th
   none of another partition, even one published before it;
 - redeliver_unacknowledged_messages brings back what the consumer holds on every partition (the Go
   client has no such op).
+- under a dead-letter policy each partition's messages go to a dead-letter topic when nacked past
+  the limit: one per partition with the Java and C++ clients, one for the topic with the Go client.
 
 Each history is checked by the model (model/partitions.py: one topic's model per partition) and
 refused by the model of one topic without partitions, which reads the same history as one cursor.
@@ -102,6 +104,39 @@ def test_a_redelivery_request_brings_back_what_the_consumer_holds_on_every_parti
     again = received(logged, "a")
     assert sorted(set(again)) == [m(1), m(2), m(3)]
     assert replay(spec, logged.history, drained=True).step is None
+
+
+@pytest.mark.guarantee("dead-letter")
+def test_a_message_nacked_past_the_limit_goes_to_a_dead_letter_topic(client, names):
+    """Shared, two partitions, a dead-letter policy of one redelivery: four messages received and
+    nacked twice come twice (counts 0 and 1), then never again. Each went to a dead-letter topic:
+    the Java and C++ clients keep one per partition (`<topic>-partition-<i>-<subscription>-DLQ`, the
+    partition's consumer names it after its own topic), the Go client one for the whole topic
+    (`<topic>-<subscription>-DLQ`). The model takes the history, and refuses it with m0 once more."""
+    name, target = client
+    spec = as_run(Spec(subscription_type=SubscriptionType.SHARED, partitions=2, max_redeliver_count=1,
+                       nack_delay_ms=100), target)
+    logged = Logged.fresh(target, spec, names, o.Subscribe(consumer="a"), *(o.Send() for _ in range(4)))
+    partitions = _partitions_of(logged)
+    assert len(set(partitions.values())) == 2, partitions
+    for count in (0, 1):
+        got = [logged.invoke(o.Receive(consumer="a", timeout_ms=2000)).value for _ in range(4)]
+        assert sorted(d.message for d in got) == [m(e) for e in range(4)] and {d.redelivery_count for d in got} == {count}
+        for delivery in got:
+            logged.invoke(o.NegativeAcknowledge(consumer="a", message=delivery.message))
+        logged.invoke(o.Tick(ms=500))  # past the nack delay: the client asked for the redelivery
+    assert received(logged, "a") == []
+    topic, subscription, admin = target.broker.topic, target.broker.subscription, target.broker.admin
+    if name == "go":
+        assert admin.messages_in(f"{topic}-{subscription}-DLQ") == 4
+    else:
+        per_partition = [admin.messages_in(f"{topic}-partition-{p}-{subscription}-DLQ") for p in range(2)]
+        assert per_partition == [sum(1 for q in partitions.values() if q == p) for p in range(2)], per_partition
+    assert replay(spec, logged.history, drained=True).step is None
+    again = logged.history + [(o.Receive(consumer="a"), o.ok(o.Delivery(message=m(0), redelivery_count=2),
+                                                              at=logged.history[-1][1].at + 1))]
+    refused = replay(spec, again, drained=False).verdict.violation
+    assert refused is not None, again[-1]
 
 
 @pytest.mark.guarantee("no-redelivery-after-ack")

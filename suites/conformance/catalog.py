@@ -156,14 +156,17 @@ CHECKS = (
           guarantees=EVERY_PROGRAM | ACKS | {G.EXCLUSIVE}),
     # A partitioned topic through the client's multi-topics consumer (model/partitions.py): each
     # partition a cursor of its own, a cumulative ack within its message's partition, a redelivery
-    # request, a close, an unload and a client crash across all of them. Checked for the clients
-    # that declare `partitioned`, not applicable for the others.
+    # request, a close, an unload and a client crash across all of them; under a dead-letter policy
+    # each partition's consumer dead-letters its own messages. Checked for the clients that declare
+    # `partitioned`, not applicable for the others.
     Check(area="partitioned",
           kinds=BASE + ("acknowledge", "acknowledge_cumulative", "negative_acknowledge",
                         "redeliver_unacknowledged_messages", "close", "unload", "tick", "crash_client"),
           specs={"Exclusive-2": EXCLUSIVE.with_(partitions=2), "Failover-2": FAILOVER.with_(partitions=2),
-                 "Shared-3": SHARED.with_(partitions=3), "Key_Shared-2": KEY_SHARED.with_(partitions=2)},
-          guarantees=EVERY_PROGRAM | ACKS | {G.EXCLUSIVE, G.KEY_SHARED_STICKINESS, G.CUMULATIVE_REFUSED_ON_SHARED}),
+                 "Shared-3": SHARED.with_(partitions=3), "Key_Shared-2": KEY_SHARED.with_(partitions=2),
+                 "Shared-2-dlq1": SHARED.with_(partitions=2, max_redeliver_count=1)},
+          guarantees=EVERY_PROGRAM | ACKS | {G.EXCLUSIVE, G.KEY_SHARED_STICKINESS, G.CUMULATIVE_REFUSED_ON_SHARED,
+                                             G.DEAD_LETTER}),
     # A consumer with a retry letter topic (enableRetry): a reconsume_later acknowledges the message
     # and publishes a copy to the retry topic, which comes after its delay (the Java client reads
     # that topic as Shared whatever the type), until the copy reconsumed max_redeliver_count times

@@ -45,7 +45,7 @@ NOT_APPLICABLE = {
     ("broker_restart", "Shared"),
     *(("redelivery_count_and_dead_letter", s) for s in ("Shared", "Shared-dlq1", "Key_Shared-dlq2", "Exclusive")),
     # Partitioned topics: the driver does not declare `partitioned` (its sends do not say a partition).
-    *(("partitioned", s) for s in ("Exclusive-2", "Failover-2", "Shared-3", "Key_Shared-2")),
+    *(("partitioned", s) for s in ("Exclusive-2", "Failover-2", "Shared-3", "Key_Shared-2", "Shared-2-dlq1")),
     *(("partitioned_ack_timeout", s) for s in ("Exclusive-2", "Failover-2", "Shared-3", "Key_Shared-2")),
     *(("partitioned_seek", s) for s in ("Exclusive-2", "Shared-2")),
     # No retry letter topic in the crate.

@@ -35,6 +35,7 @@ from suites.replay.stored import replay
 NOT_APPLICABLE = {
     ("batches", "Shared"), ("negative_ack", "Shared"), ("negative_ack", "Key_Shared"), ("ack_timeout", "Shared"),
     ("dead_letter_by_nack", "Shared-dlq2"), ("dead_letter_by_nack", "Key_Shared-dlq1"),
+    ("dead_letter_by_nack", "Shared-2-dlq1"),
     ("batches", "Shared-batch-index-ack"), ("batches", "Exclusive-batch-index-ack"),
     ("cumulative_ack", "Exclusive-batch-index-ack"),
     ("seek", "Shared-batch-index-ack"), ("seek", "Shared-seek-batch-index"), ("seek", "Shared-seek-acks-skipped"),

@@ -36,6 +36,13 @@ class Logged:
         self.history.append((op, completion))
         return completion
 
+    def forged(self, message: o.MessageId, consumer: str, *, redelivery_count: int = 0) -> list:
+        """The history with one more receive of `message` by `consumer`, a millisecond after its end:
+        what a test asks the model to refuse."""
+        return self.history + [(o.Receive(consumer=consumer),
+                                o.ok(o.Delivery(message=message, redelivery_count=redelivery_count),
+                                     at=self.history[-1][1].at + 1))]
+
 
 def received(target, consumer: str) -> list[o.MessageId]:
     """What `consumer` receives until a receive waits 1 s for nothing."""

@@ -133,8 +133,7 @@ def test_a_message_nacked_past_the_limit_goes_to_a_dead_letter_topic(client, nam
         per_partition = [admin.messages_in(f"{topic}-partition-{p}-{subscription}-DLQ") for p in range(2)]
         assert per_partition == [sum(1 for q in partitions.values() if q == p) for p in range(2)], per_partition
     assert replay(spec, logged.history, drained=True).step is None
-    again = logged.history + [(o.Receive(consumer="a"), o.ok(o.Delivery(message=m(0), redelivery_count=2),
-                                                              at=logged.history[-1][1].at + 1))]
+    again = logged.forged(m(0), "a", redelivery_count=2)
     refused = replay(spec, again, drained=False).verdict.violation
     assert refused is not None, again[-1]
 

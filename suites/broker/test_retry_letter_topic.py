@@ -42,12 +42,6 @@ def _with_retry(target, kind: SubscriptionType, max_redeliver_count: int = 2) ->
                   target)
 
 
-def _forged(logged, message, consumer: str) -> list:
-    """The history with one more receive of `message` by `consumer`, a millisecond after its end."""
-    return logged.history + [(o.Receive(consumer=consumer), o.ok(o.Delivery(message=message, redelivery_count=0),
-                                                             at=logged.history[-1][1].at + 1))]
-
-
 @pytest.mark.guarantee("reconsume-later")
 def test_a_reconsumed_message_is_acknowledged_and_its_copy_is_a_new_message(client, names):
     """Shared: m0 and m1 received, m0 reconsumed at once: its copy (the program's m2) comes with
@@ -64,7 +58,7 @@ def test_a_reconsumed_message_is_acknowledged_and_its_copy_is_a_new_message(clie
     logged.invoke(o.Subscribe(consumer="b"))
     assert sorted(received(logged, "b")) == [m(1), m(2)]
     assert replay(spec, logged.history, drained=True).step is None
-    refused = replay(spec, _forged(logged, m(0), "b"), drained=False).verdict.violation
+    refused = replay(spec, logged.forged(m(0), "b"), drained=False).verdict.violation
     assert refused is not None and refused.guarantee is Guarantee.NO_REDELIVERY_AFTER_ACK, refused
 
 
@@ -111,5 +105,5 @@ def test_the_copy_reconsumed_max_times_goes_to_the_dead_letter_topic(client, nam
     dead_letter_topic = f"{target.broker.topic}-{target.broker.subscription}-DLQ"
     assert target.broker.admin.messages_in(dead_letter_topic) == 1
     assert replay(spec, logged.history, drained=True).step is None
-    refused = replay(spec, _forged(logged, m(2), "a"), drained=False).verdict.violation
+    refused = replay(spec, logged.forged(m(2), "a"), drained=False).verdict.violation
     assert refused is not None and refused.guarantee is Guarantee.NO_PHANTOM, refused

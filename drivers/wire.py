@@ -11,6 +11,7 @@ request at all. Also here: the capabilities a driver may declare and what a chec
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 
 from model import ops as o
@@ -48,6 +49,10 @@ CAPABILITIES = {
                           "carry the property COPY_PROPERTY naming their entry",
     "partitioned": "a partitioned topic through the client's multi-topics consumer (spec partitions); a send's "
                    "reply names the partition its entry went to",
+    "multi_topics": "a consumer of several topics by their names (spec multi_topics: the reset's `topics`), and "
+                    "a send to the one its `topic` names",
+    "topics_pattern": "a consumer of several topics by a pattern (spec topics_pattern: the reset's "
+                      "`topics_pattern`, which matches the reset's `topics` alone)",
 }
 # Of those, the ones that say what the client does where clients differ, not what it can be set to,
 # each with the Spec field that holds it: the suite checks the client against the rule they name
@@ -93,6 +98,8 @@ def needs(kinds: Iterable[str], spec: Spec) -> list[str]:
         wanted.append("partitioned")
         if "seek" in kinds:
             wanted.append("partitioned_seek")
+    if spec.multi_topics:
+        wanted.append("topics_pattern" if spec.topics_pattern else "multi_topics")
     if spec.retry_letter_topic:
         wanted.append("retry_letter_topic")
     if spec.subscription_type.tracks_redelivery_count and (
@@ -120,7 +127,27 @@ def hello(service_url: str, auth: dict | None = None, send_timeout_ms: int | Non
 
 
 def reset(spec: Spec, topic: str, subscription: str) -> dict:
-    return {"type": "reset", "topic": topic, "subscription": subscription, "spec": json.loads(spec_json(spec))}
+    request = {"type": "reset", "topic": topic, "subscription": subscription, "spec": json.loads(spec_json(spec))}
+    if spec.multi_topics:
+        request["topics"] = multi_topics(topic, spec.multi_topics)
+        if spec.topics_pattern:
+            request["topics_pattern"] = topics_pattern(topic)
+    return request
+
+
+def multi_topics(topic: str, count: int) -> list[str]:
+    """The topics a consumer of several topics reads in a program on `topic` (spec multi_topics)."""
+    return [f"{topic}-{i}" for i in range(count)]
+
+
+def topics_pattern(topic: str) -> str:
+    """The pattern that matches `multi_topics(topic, n)` alone, whatever n: the program's topic is a
+    fresh name, and the end anchor keeps out the clients' own topics made from them (`<topic>-0-<subscription>-DLQ`:
+    the Go client matches a pattern anywhere in a name, the Java client the whole name)."""
+    if not re.fullmatch(r"[A-Za-z0-9:/_-]+", topic):
+        raise ValueError(f"{topic}: a topic name a pattern would have to escape (the suite's names are letters, "
+                         "digits, '-', '_', ':' and '/')")
+    return f"{topic}-[0-9]+$"
 
 
 def spec_of_wire(raw: dict) -> Spec:
@@ -132,9 +159,10 @@ def close() -> dict:
     return {"type": "close"}
 
 
-def op_request(op: o.Op, *, entry: int | None = None) -> dict:
+def op_request(op: o.Op, *, entry: int | None = None, topic: int | None = None) -> dict:
     """An op as a request; `entry` is the number a send publishes (its payloads say "3" or "3.1"), or
-    the one a reconsume_later's copy gets (None: the copy goes to the dead-letter topic)."""
+    the one a reconsume_later's copy gets (None: the copy goes to the dead-letter topic); `topic`,
+    for a consumer of several topics, the index among the reset's `topics` of the one a send goes to."""
     kind = OP_KINDS[type(op)]
     request: dict = {"type": "op", "op": kind}
     consumer = getattr(op, "consumer", None)
@@ -145,6 +173,8 @@ def op_request(op: o.Op, *, entry: int | None = None) -> dict:
         request["entry"], request["index"] = message.entry, message.index
     if kind == "send":
         request.update(entry=entry, keys=list(op.keys), batched=op.batched)
+        if topic is not None:
+            request["topic"] = topic
     elif kind == "receive":
         request["ms"] = op.timeout_ms
     elif kind == "tick":

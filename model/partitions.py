@@ -27,6 +27,12 @@ partition's state numbers its own from 0, and this module translates both ways. 
 refused: the cursors of N partitions as one read are still to be shown on the broker before the
 model says anything of them.
 
+A consumer of several topics without partitions (`Spec.multi_topics`, the client's
+`ConsumerBuilder.topics` or `topicsPattern`) is the same multi-topics consumer over topics the
+program names (`<topic>-0`, `<topic>-1`, ...; each send goes to the one the suite's router picks,
+as a partitioned producer's would), so it is modelled as a partitioned topic is, its topics in
+the partitions' place.
+
 A consumer with a retry letter topic (`Spec.retry_letter_topic`, the client's `enableRetry`) is a
 multi-topics consumer too, over two topics: the topic (0) and `<topic>-<subscription>-RETRY` (1,
 `RETRY`), so it is modelled as the same two cursors side by side. Every send goes to the topic; a
@@ -152,7 +158,7 @@ RETRY = 1  # the retry letter topic's place among a retry consumer's topics
 
 def topic_spec(spec: Spec, partition: int) -> Spec:
     """The spec of one of the consumer's topics, judged as a topic alone."""
-    topic = spec.with_(partitions=0, retry_letter_topic=False)
+    topic = spec.with_(partitions=0, multi_topics=0, topics_pattern=False, retry_letter_topic=False)
     if spec.retry_letter_topic and partition == RETRY and spec.retry_subscription_shared:
         topic = topic.with_(subscription_type=SubscriptionType.SHARED)
     return topic
@@ -297,9 +303,9 @@ def _route(state: PartitionedState, op: o.Op, completion: o.Completion):
         return 0, op, completion, placed
     if isinstance(op, o.Send) and completion.outcome is o.Outcome.OK:
         p = completion.partition
-        if p is None or not 0 <= p < state.spec.partitions:
-            raise ValueError(f"a send on a topic of {state.spec.partitions} partitions completed with partition {p!r}: "
-                             "the target must say which partition it published to")
+        if p is None or not 0 <= p < state.spec.routed_topics:
+            raise ValueError(f"a send among {state.spec.routed_topics} topics completed with partition {p!r}: "
+                             "the target must say which partition (or which of the topics) it published to")
         entry = len(state.entries_of(p))
         return p, op, completion, placed + ((p, entry),)
     if isinstance(op, o.Receive) and isinstance(completion.value, o.Delivery):
@@ -330,8 +336,10 @@ def in_program_terms(state: PartitionedState, partition: int, violation: Violati
         k = int(found.group(1))
         return f"m{entries[k]}" if k < len(entries) else found.group(0)
 
-    where = (("the retry letter topic" if partition == RETRY else "the topic") if state.spec.retry_letter_topic
-             else f"partition {partition}")
+    if state.spec.retry_letter_topic:
+        where = "the retry letter topic" if partition == RETRY else "the topic"
+    else:
+        where = f"topic {partition}" if state.spec.multi_topics else f"partition {partition}"
     return replace(violation, detail=f"{where}: {_ID.sub(renumber, violation.detail)}")
 
 

@@ -69,7 +69,7 @@ def _respond_partitioned(state: PartitionedState, op: o.Op, rng: random.Random) 
             ids = tuple(o.MessageId(entry, i) for i in range(len(keys))) if batched else (o.MessageId(entry),)
             if state.spec.retry_letter_topic:
                 return o.ok(ids, at=state.now)  # one topic to send to: the retry topic is the client's
-            return o.ok(ids, at=state.now, partition=route_send(op, state.spec.partitions, len(state.placed)))
+            return o.ok(ids, at=state.now, partition=route_send(op, state.spec.routed_topics, len(state.placed)))
         case o.Receive(consumer=consumer):
             for p, part in enumerate(state.first):
                 delivery = pick_delivery(part, consumer)

@@ -119,6 +119,14 @@ class Spec:
     # A partitioned topic of this many partitions (0: a topic without partitions), consumed by the
     # client's multi-topics consumer: one cursor per partition (model/partitions.py).
     partitions: int = 0
+    # A consumer of this many topics without partitions (0: of one topic), subscribed by their names
+    # (`ConsumerBuilder.topics`): the client's multi-topics consumer, one cursor per topic, modelled
+    # as a partitioned topic is (model/partitions.py); the producer of each send is the one of the
+    # topic the suite's router picks, as a partitioned producer's router would.
+    multi_topics: int = 0
+    # Those topics subscribed by a pattern that matches them alone (`ConsumerBuilder.topicsPattern`),
+    # all made before the program: the pattern consumer subscribes to what matches at its subscribe.
+    topics_pattern: bool = False
     # `enableRetry`: the consumer subscribes to the topic and to its retry letter topic
     # (`<topic>-<subscription>-RETRY`) through the client's multi-topics consumer, one cursor each
     # (model/partitions.py), and reconsume_later publishes copies to the second. A copy reconsumed
@@ -148,9 +156,20 @@ class Spec:
             # The client refuses a zero-queue consumer on a partitioned topic (shown by
             # suites/broker/test_defaults_and_limits.py::test_a_zero_queue_consumer_cannot_subscribe_to_a_partitioned_topic).
             raise ValueError("receiver_queue_size 0 on a partitioned topic: the client refuses it")
-        if self.retry_letter_topic and self.partitions:
-            raise ValueError("a retry letter topic on a partitioned topic is not modelled: the partitions and the "
-                             "retry topic would be one multi-topics consumer")
+        if self.multi_topics < 0 or self.multi_topics == 1:
+            raise ValueError(f"multi_topics must be 0 (one topic) or at least 2, got {self.multi_topics}")
+        if self.multi_topics and self.partitions:
+            raise ValueError("a multi-topics consumer of partitioned topics is not modelled")
+        if self.topics_pattern and not self.multi_topics:
+            raise ValueError("topics_pattern needs multi_topics: the topics the pattern matches")
+        if self.multi_topics and self.receiver_queue_size == 0:
+            # PulsarClientImpl.subscribeAsync: "Receiver queue size needs to be greater than 0 for
+            # Topics Consumer"; shown by suites/broker/test_defaults_and_limits.py::
+            # test_a_zero_queue_consumer_cannot_subscribe_to_several_topics.
+            raise ValueError("receiver_queue_size 0 on a consumer of several topics: the client refuses it")
+        if self.retry_letter_topic and (self.partitions or self.multi_topics):
+            raise ValueError("a retry letter topic on a partitioned topic or with several topics is not modelled: "
+                             "they and the retry topic would be one multi-topics consumer")
         if self.retry_letter_topic and self.ack_timeout_ms is not None:
             raise ValueError("an ack timeout with a retry letter topic is not modelled: one unacked-message tracker "
                              "would span an Exclusive topic and a Shared retry topic")
@@ -167,9 +186,16 @@ class Spec:
 
     @property
     def topics(self) -> int:
-        """How many topics the consumer reads, each with a cursor of its own: the partitions, or the
-        topic and its retry letter topic; 0 for one topic alone (model/partitions.py models more than one)."""
-        return self.partitions or (2 if self.retry_letter_topic else 0)
+        """How many topics the consumer reads, each with a cursor of its own: the partitions, the
+        topics it subscribed to, or the topic and its retry letter topic; 0 for one topic alone
+        (model/partitions.py models more than one)."""
+        return self.partitions or self.multi_topics or (2 if self.retry_letter_topic else 0)
+
+    @property
+    def routed_topics(self) -> int:
+        """How many topics a send's router picks among: the partitions, or the topics of a
+        multi-topics consumer; 0 when every send goes to the one topic (or to the retry consumer's topic)."""
+        return self.partitions or self.multi_topics
 
     @property
     def max_reconsumes(self) -> int:
@@ -241,6 +267,8 @@ class Spec:
             flags.append("seek-acks-skipped")
         if self.partitions:
             flags.append(f"partitions={self.partitions}")
+        if self.multi_topics:
+            flags.append(f"topics={self.multi_topics}" + (" by pattern" if self.topics_pattern else ""))
         if self.retry_letter_topic:
             flags.append("retry-letter-topic")
         return ", ".join(flags)

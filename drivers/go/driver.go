@@ -40,7 +40,8 @@ var (
 	ops = []string{"send", "subscribe", "receive", "acknowledge", "acknowledge_cumulative",
 		"negative_acknowledge", "close", "seek", "tick"}
 	capabilities = []string{"nack_backoff", "ack_grouping_time", "batch_index_ack", "receiver_queue_0",
-		"dead_letter_policy", "seek_by_id", "seek_acks_skipped", "redelivery_count", "tls_client_cert", "partitioned"}
+		"dead_letter_policy", "seek_by_id", "seek_acks_skipped", "redelivery_count", "tls_client_cert", "partitioned",
+		"multi_topics", "topics_pattern"}
 	exactNackTime = int64(0)
 	consumerTypes = map[string]pulsar.SubscriptionType{
 		"Exclusive": pulsar.Exclusive, "Failover": pulsar.Failover, "Shared": pulsar.Shared,
@@ -74,17 +75,24 @@ type goDriver struct {
 	spec          map[string]any
 	topic         string
 	subscription  string
-	producer      pulsar.Producer
-	batchProducer pulsar.Producer
-	consumers     map[string]pulsar.Consumer
-	pending       map[string]*pendingReceive
-	received      map[string]pulsar.Message
+	topics        []string // a consumer of several topics: theirs (the reset's), else none
+	topicsPattern string   // and the pattern that matches them alone, to subscribe by
+	// Per topic and batching: a program sends through two producers of each topic it sends to.
+	producers map[producerKey]pulsar.Producer
+	consumers map[string]pulsar.Consumer
+	pending   map[string]*pendingReceive
+	received  map[string]pulsar.Message
+}
+
+type producerKey struct {
+	topic   string
+	batched bool
 }
 
 func newDriver(logger *slog.Logger) *goDriver {
 	watch := newConnectionWatch(logger.Handler())
 	return &goDriver{logger: slog.New(watch), watch: watch, spec: map[string]any{},
-		consumers: map[string]pulsar.Consumer{}, pending: map[string]*pendingReceive{},
+		consumers: map[string]pulsar.Consumer{}, producers: map[producerKey]pulsar.Producer{}, pending: map[string]*pendingReceive{},
 		received: map[string]pulsar.Message{}}
 }
 
@@ -135,6 +143,15 @@ func (d *goDriver) reset(request map[string]any) map[string]any {
 	d.spec = spec
 	d.topic, _ = request["topic"].(string)
 	d.subscription, _ = request["subscription"].(string)
+	d.topics = nil
+	if raw, ok := request["topics"].([]any); ok {
+		for _, each := range raw {
+			if name, ok := each.(string); ok {
+				d.topics = append(d.topics, name)
+			}
+		}
+	}
+	d.topicsPattern, _ = request["topics_pattern"].(string)
 	return okReply()
 }
 
@@ -150,12 +167,10 @@ func (d *goDriver) closeProgram() {
 	for name := range d.consumers {
 		d.closeConsumer(name)
 	}
-	for _, producer := range []pulsar.Producer{d.producer, d.batchProducer} {
-		if producer != nil {
-			producer.Close()
-		}
+	for _, producer := range d.producers {
+		producer.Close()
 	}
-	d.producer, d.batchProducer = nil, nil
+	d.producers = map[producerKey]pulsar.Producer{}
 	d.received = map[string]pulsar.Message{}
 }
 
@@ -217,7 +232,15 @@ func (d *goDriver) performOp(kind string, request map[string]any) (map[string]an
 			}
 		}
 		batched, _ := request["batched"].(bool)
-		return d.send(intOf(request["entry"], 0), keys, batched)
+		topic := d.topic
+		if len(d.topics) > 0 {
+			index := intOf(request["topic"], -1)
+			if index < 0 || index >= len(d.topics) {
+				return nil, protocolError{fmt.Sprintf("send to topic %v of %d", request["topic"], len(d.topics))}
+			}
+			topic = d.topics[index]
+		}
+		return d.send(topic, intOf(request["entry"], 0), keys, batched)
 	case "receive":
 		ms := intOf(request["ms"], 0)
 		if ms <= 0 {
@@ -295,35 +318,39 @@ func (d *goDriver) closeTakenOver(holder string) {
 	}
 }
 
-func (d *goDriver) send(entry int, keys []string, batched bool) (map[string]any, error) {
+func (d *goDriver) send(topic string, entry int, keys []string, batched bool) (map[string]any, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), operationTimeout)
 	defer cancel()
 	if !batched {
-		if d.producer == nil {
-			producer, err := d.client.CreateProducer(pulsar.ProducerOptions{Topic: d.topic, DisableBatching: true,
+		producer := d.producers[producerKey{topic, false}]
+		if producer == nil {
+			made, err := d.client.CreateProducer(pulsar.ProducerOptions{Topic: topic, DisableBatching: true,
 				SendTimeout: operationTimeout})
 			if err != nil {
 				return nil, err
 			}
-			d.producer = producer
+			producer = made
+			d.producers[producerKey{topic, false}] = producer
 		}
-		sent, err := d.producer.Send(ctx, &pulsar.ProducerMessage{Payload: []byte(payload(entry, -1)), Key: keys[0]})
+		sent, err := producer.Send(ctx, &pulsar.ProducerMessage{Payload: []byte(payload(entry, -1)), Key: keys[0]})
 		if err != nil {
 			return nil, err
 		}
 		return d.position(sent), nil
 	}
-	if d.batchProducer == nil {
-		options := pulsar.ProducerOptions{Topic: d.topic, BatchingMaxMessages: 1000,
+	batchProducer := d.producers[producerKey{topic, true}]
+	if batchProducer == nil {
+		options := pulsar.ProducerOptions{Topic: topic, BatchingMaxMessages: 1000,
 			BatchingMaxPublishDelay: 60 * time.Second, SendTimeout: operationTimeout}
 		if d.specString("subscription_type", "Shared") == "Key_Shared" {
 			options.BatcherBuilderType = pulsar.KeyBasedBatchBuilder
 		}
-		producer, err := d.client.CreateProducer(options)
+		made, err := d.client.CreateProducer(options)
 		if err != nil {
 			return nil, err
 		}
-		d.batchProducer = producer
+		batchProducer = made
+		d.producers[producerKey{topic, true}] = batchProducer
 	}
 	var mutex sync.Mutex
 	var sends sync.WaitGroup
@@ -331,7 +358,7 @@ func (d *goDriver) send(entry int, keys []string, batched bool) (map[string]any,
 	var failure error
 	for index, key := range keys {
 		sends.Add(1)
-		d.batchProducer.SendAsync(ctx, &pulsar.ProducerMessage{Payload: []byte(payload(entry, index)), Key: key},
+		batchProducer.SendAsync(ctx, &pulsar.ProducerMessage{Payload: []byte(payload(entry, index)), Key: key},
 			func(id pulsar.MessageID, _ *pulsar.ProducerMessage, err error) {
 				mutex.Lock()
 				defer mutex.Unlock()
@@ -343,7 +370,7 @@ func (d *goDriver) send(entry int, keys []string, batched bool) (map[string]any,
 				sends.Done()
 			})
 	}
-	if err := d.batchProducer.FlushWithCtx(ctx); err != nil {
+	if err := batchProducer.FlushWithCtx(ctx); err != nil {
 		return nil, err
 	}
 	done := make(chan struct{})
@@ -384,7 +411,7 @@ func (d *goDriver) subscribe(name string) (pulsar.Consumer, error) {
 	if !ok {
 		return nil, protocolError{fmt.Sprintf("unknown subscription_type %v", d.spec["subscription_type"])}
 	}
-	options := pulsar.ConsumerOptions{Topic: d.topic, SubscriptionName: d.subscription, Name: name, Type: kind,
+	options := pulsar.ConsumerOptions{SubscriptionName: d.subscription, Name: name, Type: kind,
 		SubscriptionInitialPosition:    pulsar.SubscriptionPositionEarliest,
 		NackRedeliveryDelay:            time.Duration(max(intOf(d.spec["nack_delay_ms"], 60_000), minNackDelayMs)) * time.Millisecond,
 		EnableBatchIndexAcknowledgment: d.spec["client_batch_index_ack"] == true}
@@ -392,6 +419,14 @@ func (d *goDriver) subscribe(name string) (pulsar.Consumer, error) {
 	// client's default precision (8 bits) files a nack under its due time rounded down to 256 ms, so
 	// a nacked message could come back up to 255 ms before the delay.
 	options.NackPrecisionBit = &exactNackTime
+	switch {
+	case d.topicsPattern != "":
+		options.TopicsPattern = d.topicsPattern
+	case len(d.topics) > 0:
+		options.Topics = d.topics
+	default:
+		options.Topic = d.topic
+	}
 	if d.specString("initial_position", "Earliest") == "Latest" {
 		options.SubscriptionInitialPosition = pulsar.SubscriptionPositionLatest
 	}

@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib.metadata
 import logging
 import queue
+import re
 import threading
 import time
 
@@ -32,7 +33,8 @@ CONSUMER_TYPES = {
 REFUSALS = (pulsar.CumulativeAcknowledgementNotAllowedError, pulsar.ConsumerBusy)
 # No ack receipts, nack backoff or ack grouping time.
 CAPABILITIES = ("batch_index_ack", "receiver_queue_0", "ack_timeout", "dead_letter_policy",
-                "redeliver_unacknowledged", "seek_by_id", "redelivery_count", "partitioned", "partitioned_seek")
+                "redeliver_unacknowledged", "seek_by_id", "redelivery_count", "partitioned", "partitioned_seek",
+                "multi_topics", "topics_pattern")
 RECEIVE_TIMEOUT_MS = 100  # a receive request without `ms`
 HELLO_TIMEOUT_S = 5  # the hello's lookup with credentials (PROTOCOL.md: refusals within seconds)
 HELLO_PROBE_TOPIC = "conformance-hello-probe"  # looked up, never created
@@ -80,7 +82,10 @@ class PythonDriver:
         self._client: pulsar.Client | None = None
         self.spec = Spec()
         self.topic = self.subscription = ""
-        self._producer = self._batch_producer = None
+        self.topics: list[str] = []  # a consumer of several topics: theirs (the reset's), else none
+        self.pattern: str | None = None
+        # Per (topic, batched): a program sends through two producers of each topic it sends to.
+        self._producers: dict[tuple[str, bool], pulsar.Producer] = {}
         self._consumers: dict[str, pulsar.Consumer] = {}
         self._zero_queue: dict[str, _PendingReceive] = {}
         self._received: dict[o.MessageId, pulsar.Message] = {}
@@ -129,6 +134,8 @@ class PythonDriver:
         self._close_program()
         self.spec = wire.spec_of_wire(request["spec"])
         self.topic, self.subscription = str(request["topic"]), str(request["subscription"])
+        self.topics = [str(t) for t in request.get("topics") or ()]
+        self.pattern = request.get("topics_pattern")
         return wire.ok()
 
     def close(self) -> None:
@@ -146,14 +153,12 @@ class PythonDriver:
                 consumer.close()
             except pulsar.PulsarException:
                 pass
-        for producer in (self._producer, self._batch_producer):
-            if producer is not None:
-                try:
-                    producer.close()
-                except pulsar.PulsarException:
-                    pass
-        self._consumers, self._zero_queue, self._received = {}, {}, {}
-        self._producer = self._batch_producer = None
+        for producer in self._producers.values():
+            try:
+                producer.close()
+            except pulsar.PulsarException:
+                pass
+        self._consumers, self._zero_queue, self._received, self._producers = {}, {}, {}, {}
         if self.spec.max_redeliver_count is not None and self._client is not None:
             # A program with a dead-letter policy gets a client of its own, closed before the suite
             # deletes its topic: closing the client closes the dead-letter producers its consumers
@@ -176,7 +181,8 @@ class PythonDriver:
         kind = request.get("op")
         name = request.get("consumer")
         if kind == "send":
-            return self._send(int(request["entry"]), tuple(request.get("keys") or (None,)),
+            topic = self.topics[int(request["topic"])] if self.topics else self.topic
+            return self._send(topic, int(request["entry"]), tuple(request.get("keys") or (None,)),
                               bool(request.get("batched")))
         if kind == "receive":
             return self._receive(name, request.get("ms") or RECEIVE_TIMEOUT_MS)
@@ -214,21 +220,23 @@ class PythonDriver:
             except pulsar.PulsarException:
                 pass  # it was not connected: nothing to flush
 
-    def _send(self, entry: int, keys: tuple[str | None, ...], batched: bool) -> dict:
+    def _send(self, topic: str, entry: int, keys: tuple[str | None, ...], batched: bool) -> dict:
         if not batched:
-            if self._producer is None:
-                self._producer = self._client.create_producer(self.topic, **self._send_timeout())
+            producer = self._producers.get((topic, False))
+            if producer is None:
+                producer = self._producers[(topic, False)] = self._client.create_producer(topic, **self._send_timeout())
             key = keys[0]
             try:
-                sent = self._producer.send(wire.payload(entry), partition_key=key) if key else \
-                    self._producer.send(wire.payload(entry))
+                sent = producer.send(wire.payload(entry), partition_key=key) if key else \
+                    producer.send(wire.payload(entry))
             except pulsar.Timeout:
-                self._drop_producer(batched=False)
+                self._drop_producer(topic, batched=False)
                 raise
             return wire.ok(position=[sent.ledger_id(), sent.entry_id()], **_partition(sent))
-        if self._batch_producer is None:
-            self._batch_producer = self._client.create_producer(
-                self.topic, batching_enabled=True, batching_max_messages=1000,
+        producer = self._producers.get((topic, True))
+        if producer is None:
+            producer = self._producers[(topic, True)] = self._client.create_producer(
+                topic, batching_enabled=True, batching_max_messages=1000,
                 batching_max_publish_delay_ms=60_000, block_if_queue_full=True, **self._send_timeout(),
                 batching_type=pulsar.BatchingType.KeyBased
                 if self.spec.subscription_type is SubscriptionType.KEY_SHARED else pulsar.BatchingType.Default)
@@ -236,20 +244,20 @@ class PythonDriver:
         for index, key in enumerate(keys):
             callback = lambda result, mid: results.append((result, mid))  # noqa: E731
             if key:
-                self._batch_producer.send_async(wire.payload(entry, index), callback, partition_key=key)
+                producer.send_async(wire.payload(entry, index), callback, partition_key=key)
             else:
-                self._batch_producer.send_async(wire.payload(entry, index), callback)
+                producer.send_async(wire.payload(entry, index), callback)
         try:
-            self._batch_producer.flush()
+            producer.flush()
         except pulsar.Timeout:
-            self._drop_producer(batched=True)
+            self._drop_producer(topic, batched=True)
             raise
         deadline = time.monotonic() + 30
         while len(results) < len(keys) and time.monotonic() < deadline:
             time.sleep(0.001)
         ids = [mid for result, mid in results if result == pulsar.Result.Ok]
         if len(results) < len(keys) or any(result == pulsar.Result.Timeout for result, _ in results):
-            self._drop_producer(batched=True)
+            self._drop_producer(topic, batched=True)
         if len(ids) != len(keys) or len({(i.ledger_id(), i.entry_id()) for i in ids}) != 1:
             return wire.failed("info", "BatchNotOneEntry", f"batch of {len(keys)} was not published as one entry: "
                                                            f"{results}")
@@ -258,17 +266,13 @@ class PythonDriver:
     def _send_timeout(self) -> dict:
         return {} if self.send_timeout_ms is None else {"send_timeout_millis": self.send_timeout_ms}
 
-    def _drop_producer(self, *, batched: bool) -> None:
+    def _drop_producer(self, topic: str, *, batched: bool) -> None:
         """Close the producer whose send timed out; the program's next send makes a new one. A C++
         producer that reconnected while its topic was being unloaded may be left on the closed topic,
         its sends never answered and later unloads not reaching it (KD-40,
         suites/plumbing/test_producer_left_on_a_closed_topic.py). What the timed-out send did stays
         unknown (`info`); the producer is not what the suite checks."""
-        producer = self._batch_producer if batched else self._producer
-        if batched:
-            self._batch_producer = None
-        else:
-            self._producer = None
+        producer = self._producers.pop((topic, batched))
         try:
             producer.close()
         except pulsar.PulsarException:
@@ -278,8 +282,9 @@ class PythonDriver:
         spec = self.spec
         dead_letter = (pulsar.ConsumerDeadLetterPolicy(spec.max_redeliver_count)
                        if spec.max_redeliver_count is not None else None)
+        topic = re.compile(self.pattern) if self.pattern else self.topics or self.topic
         return self._client.subscribe(
-            self.topic, self.subscription, consumer_type=CONSUMER_TYPES[spec.subscription_type], consumer_name=name,
+            topic, self.subscription, consumer_type=CONSUMER_TYPES[spec.subscription_type], consumer_name=name,
             receiver_queue_size=spec.receiver_queue_size, negative_ack_redelivery_delay_ms=spec.nack_delay_ms,
             unacked_messages_timeout_ms=spec.ack_timeout_ms, batch_index_ack_enabled=spec.client_batch_index_ack,
             dead_letter_policy=dead_letter,

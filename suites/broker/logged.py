@@ -36,6 +36,12 @@ class Logged:
         self.history.append((op, completion))
         return completion
 
+    def placed(self) -> dict[int, int]:
+        """Each sent entry's partition (or its topic, for a consumer of several topics), as the
+        sends' completions named it."""
+        sends = [c for op, c in self.history if isinstance(op, o.Send) and c.outcome is o.Outcome.OK]
+        return {entry: c.partition for entry, c in enumerate(sends)}
+
     def forged(self, message: o.MessageId, consumer: str, *, redelivery_count: int = 0) -> list:
         """The history with one more receive of `message` by `consumer`, a millisecond after its end:
         what a test asks the model to refuse."""

@@ -25,6 +25,7 @@ import pytest
 from model import ops as o
 from model.guarantees import Guarantee
 from model.spec import Spec, SubscriptionType
+from suites.broker.cumulative_ack_of_one_topic import check_a_cumulative_ack_of_one_cursor
 from suites.broker.logged import Logged, client_target, received
 from suites.machines import as_run
 from suites.replay.stored import replay
@@ -39,12 +40,6 @@ def client(request, pulsar_broker):
     yield from client_target(request.param, pulsar_broker)
 
 
-def _partitions_of(logged: Logged) -> dict[int, int]:
-    """Each sent entry's partition, as the sends' completions named it."""
-    sends = [c for op, c in logged.history if isinstance(op, o.Send) and c.outcome is o.Outcome.OK]
-    return {entry: c.partition for entry, c in enumerate(sends)}
-
-
 def _in_partition_order(got: list[o.MessageId], partitions: dict[int, int]) -> bool:
     return all(sorted(ids) == ids for ids in ([g for g in got if partitions[g.entry] == p]
                                                for p in set(partitions.values())))
@@ -56,7 +51,7 @@ def test_a_send_names_its_partition_a_key_stays_on_one_and_each_partition_comes_
     spec = as_run(Spec(subscription_type=SubscriptionType.SHARED, partitions=3), target)
     keys = [None] * 6 + ["k0", "k1"] * 3
     logged = Logged.fresh(target, spec, names, o.Subscribe(consumer="a"), *(o.Send(keys=(k,)) for k in keys))
-    partitions = _partitions_of(logged)
+    partitions = logged.placed()
     assert sorted(partitions) == list(range(len(keys))) and set(partitions.values()) <= {0, 1, 2}
     assert len({partitions[e] for e, k in enumerate(keys) if k is None}) > 1, partitions
     for key in ("k0", "k1"):
@@ -69,23 +64,12 @@ def test_a_send_names_its_partition_a_key_stays_on_one_and_each_partition_comes_
 
 @pytest.mark.guarantee("no-redelivery-after-ack")
 def test_a_cumulative_ack_acknowledges_its_own_partition_only(client, names):
-    """Four messages round robin over two partitions; a cumulative ack of the last one of a
-    partition, a close; the next consumer gets the other partition's messages, all of them."""
+    """Six messages round robin over two partitions; a cumulative ack of the last one of a
+    partition, a close; the next consumer gets the other partition's messages, all of them
+    (suites/broker/cumulative_ack_of_one_topic.py)."""
     name, target = client
     spec = as_run(Spec(subscription_type=SubscriptionType.EXCLUSIVE, partitions=2), target)
-    logged = Logged.fresh(target, spec, names, o.Subscribe(consumer="a"), *(o.Send() for _ in range(6)))
-    partitions = _partitions_of(logged)
-    got = received(logged, "a")
-    assert sorted(got) == [m(e) for e in range(6)]
-    last = max(e for e, p in partitions.items() if p == partitions[0])
-    other = [m(e) for e, p in partitions.items() if p != partitions[0]]
-    assert other and min(other).entry < last, partitions  # the other partition has earlier messages
-    assert logged.invoke(o.AcknowledgeCumulative(consumer="a", message=m(last))).outcome is o.Outcome.OK
-    logged.invoke(o.Close(consumer="a"))
-    logged.invoke(o.Subscribe(consumer="b"))
-    assert sorted(received(logged, "b")) == other
-    assert replay(spec, logged.history, drained=True).step is None
-    assert replay(spec.with_(partitions=0), logged.history, drained=True).step is not None
+    check_a_cumulative_ack_of_one_cursor(target, spec, names, alone=spec.with_(partitions=0))
 
 
 @pytest.mark.guarantee("no-loss")
@@ -95,7 +79,7 @@ def test_a_redelivery_request_brings_back_what_the_consumer_holds_on_every_parti
         pytest.skip("the Go client has no redeliver_unacknowledged_messages")
     spec = as_run(Spec(subscription_type=SubscriptionType.SHARED, partitions=2), target)
     logged = Logged.fresh(target, spec, names, o.Subscribe(consumer="a"), *(o.Send() for _ in range(4)))
-    partitions = _partitions_of(logged)
+    partitions = logged.placed()
     assert len(set(partitions.values())) == 2, partitions
     assert sorted(received(logged, "a")) == [m(e) for e in range(4)]
     logged.invoke(o.Acknowledge(consumer="a", message=m(0)))
@@ -117,7 +101,7 @@ def test_a_message_nacked_past_the_limit_goes_to_a_dead_letter_topic(client, nam
     spec = as_run(Spec(subscription_type=SubscriptionType.SHARED, partitions=2, max_redeliver_count=1,
                        nack_delay_ms=100), target)
     logged = Logged.fresh(target, spec, names, o.Subscribe(consumer="a"), *(o.Send() for _ in range(4)))
-    partitions = _partitions_of(logged)
+    partitions = logged.placed()
     assert len(set(partitions.values())) == 2, partitions
     for count in (0, 1):
         got = [logged.invoke(o.Receive(consumer="a", timeout_ms=2000)).value for _ in range(4)]
@@ -176,7 +160,7 @@ def test_on_exclusive_one_partition_s_ack_timeout_rewinds_every_partition(client
     spec = as_run(Spec(subscription_type=SubscriptionType.EXCLUSIVE, partitions=2, ack_timeout_ms=timeout), target)
     window = spec.ack_timeout_window_ms
     logged = Logged.fresh(target, spec, names, o.Subscribe(consumer="a"), o.Send(), o.Send())
-    partitions = _partitions_of(logged)
+    partitions = logged.placed()
     assert partitions[0] != partitions[1], partitions
     first = logged.invoke(o.Receive(consumer="a", timeout_ms=1000)).value.message
     logged.invoke(o.Tick(ms=timeout // 2))
@@ -209,7 +193,7 @@ def test_kd43_the_java_multi_topics_consumer_keeps_timing_what_a_cumulative_ack_
     spec = as_run(Spec(subscription_type=SubscriptionType.EXCLUSIVE, partitions=2, ack_timeout_ms=timeout), target)
     window = spec.ack_timeout_window_ms
     logged = Logged.fresh(target, spec, names, o.Subscribe(consumer="a"), o.Send(), o.Send())
-    assert _partitions_of(logged)[0] != _partitions_of(logged)[1]
+    assert logged.placed()[0] != logged.placed()[1]
     first = logged.invoke(o.Receive(consumer="a", timeout_ms=1000)).value.message
     logged.invoke(o.Tick(ms=timeout // 2))
     second = logged.invoke(o.Receive(consumer="a", timeout_ms=1000)).value.message
@@ -265,7 +249,7 @@ def _cumulative_ack_then_the_timeout(target, spec, names):
     completion, what came again, the messages of the ack's partition up to it, the other
     partition's, and the model's replay of the history."""
     logged = Logged.fresh(target, spec, names, o.Subscribe(consumer="a"), *(o.Send() for _ in range(4)))
-    partitions = _partitions_of(logged)
+    partitions = logged.placed()
     assert sorted(received(logged, "a")) == [m(e) for e in range(4)]
     last = max(e for e, p in partitions.items() if p == partitions[0])
     own = {m(e) for e, p in partitions.items() if p == partitions[0] and e <= last}
@@ -291,7 +275,7 @@ def test_kd44_a_seek_on_one_partition_loses_what_the_other_partitions_had_queued
     name, target = client
     spec = as_run(Spec(subscription_type=SubscriptionType.EXCLUSIVE, partitions=2), target)
     logged = Logged.fresh(target, spec, names, o.Subscribe(consumer="a"), *(o.Send() for _ in range(6)))
-    partitions = _partitions_of(logged)
+    partitions = logged.placed()
     got = []
     while len({partitions[g.entry] for g in got}) < 2:
         got.append(logged.invoke(o.Receive(consumer="a", timeout_ms=1000)).value.message)

@@ -44,7 +44,7 @@ final class JavaDriver {
     static final List<String> CAPABILITIES = List.of("ack_receipts", "nack_backoff", "ack_grouping_time",
             "batch_index_ack", "receiver_queue_0", "ack_timeout", "dead_letter_policy", "redeliver_unacknowledged",
             "seek_by_id", "seek_batch_index", "redelivery_count", "tls_client_cert", "partitioned", "partitioned_seek",
-            "retry_letter_topic");
+            "retry_letter_topic", "multi_topics", "topics_pattern");
     // The property a reconsume_later copy carries: its entry in the program (drivers/PROTOCOL.md).
     static final String COPY_PROPERTY = "conformance-entry";
     static final int RECEIVE_TIMEOUT_MS = 100;  // a receive request without `ms`
@@ -65,8 +65,11 @@ final class JavaDriver {
     private JsonNode spec = Main.JSON.createObjectNode();
     private String topic = "";
     private String subscription = "";
-    private Producer<byte[]> producer;
-    private Producer<byte[]> batchProducer;
+    // A consumer of several topics: theirs (the reset's `topics`), and the pattern that matches them.
+    private final List<String> topics = new ArrayList<>();
+    private String topicsPattern;
+    // Per topic and batching ("<topic> batched"): a program sends through two producers of each topic.
+    private final Map<String, Producer<byte[]>> producers = new LinkedHashMap<>();
     private final Map<String, Consumer<byte[]>> consumers = new LinkedHashMap<>();
     // A zero-queue consumer's receive: one receiveAsync (it sends the broker a permit for one
     // message) waits across timed-out receives, and the next receive takes what it got.
@@ -93,6 +96,9 @@ final class JavaDriver {
         spec = request.path("spec");
         topic = request.path("topic").asText();
         subscription = request.path("subscription").asText();
+        topics.clear();
+        request.path("topics").forEach(each -> topics.add(each.asText()));
+        topicsPattern = request.path("topics_pattern").isTextual() ? request.path("topics_pattern").asText() : null;
         return Replies.ok();
     }
 
@@ -116,19 +122,17 @@ final class JavaDriver {
         for (Consumer<byte[]> consumer : consumers.values()) {
             closeQuietly(consumer);
         }
-        for (Producer<byte[]> p : new Producer[] {producer, batchProducer}) {
-            if (p != null) {
-                try {
-                    p.close();
-                } catch (PulsarClientException ignored) {
-                    // not connected: nothing to flush
-                }
+        for (Producer<byte[]> p : producers.values()) {
+            try {
+                p.close();
+            } catch (PulsarClientException ignored) {
+                // not connected: nothing to flush
             }
         }
         consumers.clear();
         pending.clear();
         received.clear();
-        producer = batchProducer = null;
+        producers.clear();
         if (!spec.path("max_redeliver_count").isNull() && !spec.path("max_redeliver_count").isMissingNode()
                 && client != null) {
             // A program with a dead-letter policy gets a client of its own: closing the client closes
@@ -189,7 +193,8 @@ final class JavaDriver {
                 } else {
                     keys.add(null);
                 }
-                return send(request.path("entry").asInt(), keys, request.path("batched").asBoolean(false));
+                String to = topics.isEmpty() ? topic : topics.get(request.path("topic").asInt());
+                return send(to, request.path("entry").asInt(), keys, request.path("batched").asBoolean(false));
             }
             case "receive" -> {
                 int ms = request.path("ms").isNull() || request.path("ms").isMissingNode()
@@ -260,23 +265,27 @@ final class JavaDriver {
         }
     }
 
-    private ObjectNode send(int entry, List<String> keys, boolean batched) throws Exception {
+    private ObjectNode send(String to, int entry, List<String> keys, boolean batched) throws Exception {
         if (!batched) {
+            Producer<byte[]> producer = producers.get(to);
             if (producer == null) {
-                producer = client.newProducer().topic(topic).enableBatching(false)
+                producer = client.newProducer().topic(to).enableBatching(false)
                         .sendTimeout(OPERATION_TIMEOUT_S, TimeUnit.SECONDS).create();
+                producers.put(to, producer);
             }
             MessageId sent = withKey(producer.newMessage(), keys.get(0)).value(payload(entry, -1).getBytes(
                     StandardCharsets.UTF_8)).send();
             return position(sent);
         }
+        Producer<byte[]> batchProducer = producers.get(to + " batched");
         if (batchProducer == null) {
-            batchProducer = client.newProducer().topic(topic).enableBatching(true).batchingMaxMessages(1000)
+            batchProducer = client.newProducer().topic(to).enableBatching(true).batchingMaxMessages(1000)
                     .batchingMaxPublishDelay(60, TimeUnit.SECONDS).blockIfQueueFull(true)
                     .sendTimeout(OPERATION_TIMEOUT_S, TimeUnit.SECONDS)
                     .batcherBuilder("Key_Shared".equals(spec.path("subscription_type").asText())
                             ? BatcherBuilder.KEY_BASED : BatcherBuilder.DEFAULT)
                     .create();
+            producers.put(to + " batched", batchProducer);
         }
         List<CompletableFuture<MessageId>> sends = new ArrayList<>();
         for (int index = 0; index < keys.size(); index++) {
@@ -319,7 +328,9 @@ final class JavaDriver {
     }
 
     private Consumer<byte[]> subscribe(String name) throws PulsarClientException {
-        ConsumerBuilder<byte[]> builder = client.newConsumer().topic(topic).subscriptionName(subscription)
+        ConsumerBuilder<byte[]> builder = (topicsPattern != null ? client.newConsumer().topicsPattern(topicsPattern)
+                : topics.isEmpty() ? client.newConsumer().topic(topic) : client.newConsumer().topics(topics))
+                .subscriptionName(subscription)
                 .consumerName(name)
                 .subscriptionType(SubscriptionType.valueOf(spec.path("subscription_type").asText("Shared")))
                 .subscriptionInitialPosition("Latest".equals(spec.path("initial_position").asText())

@@ -1,0 +1,70 @@
+"""A consumer of several topics without partitions, by their names or by a pattern: what
+model/partitions.py takes from the broker for `Spec.multi_topics`.
+
+Observed on Pulsar 4.0.7 with the Python client (C++ underneath), the Java client 4.0.7 and the Go
+client v0.21.0, each through its driver, on two topics made through the admin API before the
+program (`<topic>-0`, `<topic>-1`), subscribed by `ConsumerBuilder.topics` or by `topicsPattern`
+(`<topic>-[0-9]+$`); the suite's router picks each send's topic (by key, round robin without one):
+
+- each send lands on the topic it was sent to, and the consumer gets every topic's messages, each
+  topic's in publish order;
+- an acknowledge_cumulative acknowledges the messages of its message's topic up to it, and none of
+  the other topic, even one published before it;
+- a pattern consumer is the same consumer as one subscribed by the names.
+
+Each history is checked by the model (one topic's model per topic) and refused by the model of one
+topic, which reads the same history as one cursor.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from drivers import wire
+from model import ops as o
+from model.spec import Spec, SubscriptionType
+from suites.broker.cumulative_ack_of_one_topic import check_a_cumulative_ack_of_one_cursor
+from suites.broker.logged import Logged, client_target, received
+from suites.machines import as_run
+from suites.replay.stored import replay
+
+pytestmark = pytest.mark.broker
+
+m = o.MessageId
+BY = {"names": False, "pattern": True}
+
+
+@pytest.fixture(scope="module", params=["python", "java", "go"])
+def client(request, pulsar_broker):
+    yield from client_target(request.param, pulsar_broker)
+
+
+@pytest.mark.guarantee("order")
+@pytest.mark.parametrize("by", BY)
+def test_each_send_lands_on_its_topic_and_each_topic_comes_in_order(client, names, by):
+    name, target = client
+    spec = as_run(Spec(subscription_type=SubscriptionType.SHARED, multi_topics=2, topics_pattern=BY[by]), target)
+    keys = [None] * 4 + ["k0", "k1"] * 2
+    logged = Logged.fresh(target, spec, names, o.Subscribe(consumer="a"), *(o.Send(keys=(k,)) for k in keys))
+    topics = logged.placed()
+    assert set(topics.values()) == {0, 1}, topics
+    admin = target.broker.admin
+    per_topic = [admin.messages_in(t) for t in wire.multi_topics(target.broker.topic, 2)]
+    assert per_topic == [sum(1 for t in topics.values() if t == i) for i in range(2)], per_topic
+    got = received(logged, "a")
+    assert sorted(got) == [m(e) for e in range(len(keys))]
+    for i in range(2):
+        mine = [g for g in got if topics[g.entry] == i]
+        assert mine == sorted(mine), got
+    assert replay(spec, logged.history, drained=True).step is None
+
+
+@pytest.mark.guarantee("no-redelivery-after-ack")
+@pytest.mark.parametrize("by", BY)
+def test_a_cumulative_ack_acknowledges_its_own_topic_only(client, names, by):
+    """Six messages round robin over two topics; a cumulative ack of the last one of m0's topic,
+    a close; the next consumer gets the other topic's messages, all of them, though some were
+    published before the acked one (suites/broker/cumulative_ack_of_one_topic.py)."""
+    name, target = client
+    spec = as_run(Spec(subscription_type=SubscriptionType.EXCLUSIVE, multi_topics=2, topics_pattern=BY[by]), target)
+    check_a_cumulative_ack_of_one_cursor(target, spec, names, alone=spec.with_(multi_topics=0, topics_pattern=False))

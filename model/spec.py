@@ -163,9 +163,10 @@ class Spec:
         if self.topics_pattern and not self.multi_topics:
             raise ValueError("topics_pattern needs multi_topics: the topics the pattern matches")
         if self.multi_topics and self.receiver_queue_size == 0:
-            # PulsarClientImpl.subscribeAsync: "Receiver queue size needs to be greater than 0 for
-            # Topics Consumer"; shown by suites/broker/test_defaults_and_limits.py::
-            # test_a_zero_queue_consumer_cannot_subscribe_to_several_topics.
+            # The Java client refuses it (MultiTopicsConsumerImpl: "Receiver queue size needs to be
+            # greater than 0 for Topics Consumer"); the C++ client takes it and drops what the
+            # broker dispatches (KD-45, suites/broker/test_defaults_and_limits.py::
+            # test_kd45_a_zero_queue_consumer_of_several_topics_is_taken_and_gets_nothing).
             raise ValueError("receiver_queue_size 0 on a consumer of several topics: the client refuses it")
         if self.retry_letter_topic and (self.partitions or self.multi_topics):
             raise ValueError("a retry letter topic on a partitioned topic or with several topics is not modelled: "

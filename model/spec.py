@@ -114,8 +114,6 @@ class Spec:
     # seek's target never comes to another consumer; the C++ and Java clients only skip it (shown
     # by suites/broker/test_what_a_seek_skips.py). Set from the driver's `seek_acks_skipped`.
     seek_acks_skipped: bool = False
-    # how many deliveries the application sees before the DLQ: C++/Java max+1, Go max
-    dlq_deliveries_are_max_plus_one: bool = True
     # A partitioned topic of this many partitions (0: a topic without partitions), consumed by the
     # client's multi-topics consumer: one cursor per partition (model/partitions.py).
     partitions: int = 0

@@ -39,6 +39,14 @@ def test_the_spec_id_ignores_fields_left_at_their_default():
     assert spec_of(json.dumps(trimmed)) == SPEC  # an older spec text without a newer field
 
 
+def test_a_field_the_spec_no_longer_has_reads_at_the_value_it_always_held():
+    """Stored histories keep every field of the spec they ran under, one retired since among them."""
+    older = {**json.loads(spec_json(SPEC)), "dlq_deliveries_are_max_plus_one": True}
+    assert spec_of(json.dumps(older)) == SPEC
+    with pytest.raises(MalformedEvent, match="dlq_deliveries_are_max_plus_one other than True"):
+        spec_of(json.dumps({**older, "dlq_deliveries_are_max_plus_one": False}))
+
+
 @pytest.mark.parametrize("change, message", [
     ({"step": "3"}, "step must be an integer"),
     ({"step": True}, "step must be an integer"),

@@ -171,6 +171,13 @@ def normalization_violations(cursor: Cursor) -> tuple[str, ...]:
     return tuple(problems)
 
 
+def describe_read(value: Cursor | tuple[Cursor, ...]) -> str:
+    """A cursor read's value: one cursor, or one per partition (or topic) of a consumer of several."""
+    if isinstance(value, tuple):
+        return "; ".join(f"{i}: {describe(each)}" for i, each in enumerate(value))
+    return describe(value)
+
+
 def describe(cursor: Cursor) -> str:
     holes = ", ".join(f"({lower}..{upper}]" for lower, upper in cursor.individually_deleted) or "none"
     text = f"markDelete={cursor.mark_delete} deleted={holes} read={cursor.read_position}"

@@ -60,8 +60,8 @@ def describe_completion(completion: o.Completion) -> str:
         return "ok"
     if isinstance(value, o.Delivery):
         return f"ok {value.message} redelivery_count={value.redelivery_count}"
-    if isinstance(value, cur.Cursor):
-        return f"ok {cur.describe(value)}"
+    if isinstance(value, cur.Cursor) or (value and isinstance(value, tuple) and isinstance(value[0], cur.Cursor)):
+        return f"ok {cur.describe_read(value)}"
     if isinstance(value, str):
         return f"ok ({value})"
     return f"ok {', '.join(map(str, value))}"

@@ -122,12 +122,17 @@ def spec_of(text: str) -> Spec:
         raise MalformedEvent(f"spec: {error}") from None
 
 
-def cursor_text(cursor: cur.Cursor) -> str:
-    """Canonical text of what the broker shows: markDelete and the ranges (`3|(4,6)(7,8)`)."""
+def cursor_text(cursor: cur.Cursor | tuple[cur.Cursor, ...]) -> str:
+    """Canonical text of what the broker shows: markDelete and the ranges (`3|(4,6)(7,8)`); on a
+    consumer of several cursors (partitions, topics) each one's, in their order, joined by `;`."""
+    if isinstance(cursor, tuple):
+        return ";".join(map(cursor_text, cursor))
     return f"{cursor.mark_delete}|" + "".join(f"({lo},{hi})" for lo, hi in cursor.individually_deleted)
 
 
-def cursor_of(text: str) -> cur.Cursor:
+def cursor_of(text: str) -> cur.Cursor | tuple[cur.Cursor, ...]:
+    if ";" in text:
+        return tuple(map(cursor_of, text.split(";")))
     head, _, body = text.partition("|")
     ranges = [part.split(",") for part in body.strip("()").split(")(") if part]
     acked = {e for lo, hi in ranges for e in range(int(lo) + 1, int(hi) + 1)}
@@ -159,7 +164,7 @@ def event_values(program_id: str, spec: Spec, step: int, op: o.Op, completion: o
     value = completion.value
     if isinstance(value, o.Delivery):
         delivered_entry, delivered_index, redelivery_count = value.message.entry, value.message.index, value.redelivery_count
-    elif isinstance(value, cur.Cursor):
+    elif isinstance(value, cur.Cursor) or (kind is o.ReadCursor and isinstance(value, tuple)):
         cursor = cursor_text(value)
     elif isinstance(value, tuple):
         sent = len(value)

@@ -19,13 +19,14 @@ models of a topic (`PartitionedState.parts`), and a program's op goes where the 
   consumer seeks alone (the Java client's MultiTopicsConsumerImpl.seekAsync of a TopicMessageId,
   the C++ client's seekAsync); the other partitions keep their cursors, and what they had
   dispatched is owed as before (the Java and C++ clients drop it from their receiver queue: KD-44);
+- a cursor read, to every partition, each with its own cursor: the read's value is one cursor per
+  partition, in their order, each in the partition's own entries (the admin API's internalStats
+  of each partition's topic);
 - every other op (subscribe, close, redeliver_unacknowledged_messages, a tick, an unload, a client
   crash), to every partition; an op that names no partition moves every partition's clock.
 
 A program numbers its entries once, in send order, whatever their partition (m0, m1, ...); each
-partition's state numbers its own from 0, and this module translates both ways. A cursor read is
-refused: the cursors of N partitions as one read are still to be shown on the broker before the
-model says anything of them.
+partition's state numbers its own from 0, and this module translates both ways.
 
 A consumer of several topics without partitions (`Spec.multi_topics`, the client's
 `ConsumerBuilder.topics` or `topicsPattern`) is the same multi-topics consumer over topics the
@@ -64,7 +65,6 @@ from model.violations import Violation
 
 # Ops that name a message: they go to its partition.
 NAMING = (o.Acknowledge, o.AcknowledgeCumulative, o.NegativeAcknowledge, o.Seek)
-_NOT_YET = (o.ReadCursor,)
 _WAIT = o.Tick(ms=0)
 
 
@@ -178,8 +178,8 @@ def step(state: PartitionedState, op: o.Op, completion: o.Completion, *, core: C
     the non-deterministic layer's decision of a result), or the violations of the partition whose
     states all ruled it out. `decided`: one state per partition, the first outcome of its first
     state (what a single-state driver keeps)."""
-    if isinstance(op, _NOT_YET):
-        raise NotModelled(f"{type(op).__name__} on a partitioned topic is not modelled yet (model/partitions.py)")
+    if isinstance(op, o.ReadCursor) and state.spec.retry_letter_topic:
+        raise NotModelled("a cursor read of a consumer with a retry letter topic is not modelled yet (model/partitions.py)")
     if isinstance(op, o.ReconsumeLater):
         return _reconsume_later(state, op, completion, core=core, outcomes=outcomes, decided=decided)
     routed = _route(state, op, completion)
@@ -191,7 +191,9 @@ def step(state: PartitionedState, op: o.Op, completion: o.Completion, *, core: C
     elsewhere = _timeouts_elsewhere(state, completion.at)
     for p, part in enumerate(state.parts):
         part = frozenset(_timed_out(each, elsewhere, p) for each in part) if elsewhere else part
-        if target is None:
+        if isinstance(op, o.ReadCursor):
+            taken = (op, _cursor_of(completion, p, len(state.parts)))
+        elif target is None:
             taken = (op, completion)
         elif p == target:
             taken = (local_op, local_completion)
@@ -202,6 +204,14 @@ def step(state: PartitionedState, op: o.Op, completion: o.Completion, *, core: C
             return tuple(in_program_terms(state, p, v) for v in violations)
         parts.append(survivors)
     return (PartitionedState(spec=state.spec, parts=tuple(parts), placed=placed, reconsumed=reconsumed),)
+
+
+def _cursor_of(completion: o.Completion, partition: int, parts: int) -> o.Completion:
+    """A cursor read's completion as `partition` sees it: its own cursor, or nothing read."""
+    value = completion.value
+    if isinstance(value, tuple) and len(value) == parts:
+        return replace(completion, value=value[partition])
+    return replace(completion, value=None)
 
 
 def _apply(part: frozenset[State], op: o.Op, completion: o.Completion, *, core: Callable, outcomes: Outcomes,
@@ -340,7 +350,11 @@ def in_program_terms(state: PartitionedState, partition: int, violation: Violati
         where = "the retry letter topic" if partition == RETRY else "the topic"
     else:
         where = f"topic {partition}" if state.spec.multi_topics else f"partition {partition}"
-    return replace(violation, detail=f"{where}: {_ID.sub(renumber, violation.detail)}")
+    detail = _ID.sub(renumber, violation.detail)
+    if violation.guarantee is Guarantee.CURSOR:
+        # A cursor's entries are the partition's own: say which program message each one is.
+        detail += "; its entries " + ", ".join(f"{k}=m{e}" for k, e in enumerate(entries))
+    return replace(violation, detail=f"{where}: {detail}")
 
 
 def route_send(op: o.Send, partitions: int, sent: int) -> int:

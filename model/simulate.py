@@ -82,6 +82,8 @@ def _respond_partitioned(state: PartitionedState, op: o.Op, rng: random.Random) 
                 o.NegativeAcknowledge(message=message) | o.Seek(message=message):
             p, local = state.local(message)
             return respond(state.first[p], replace(op, message=local), rng)
+        case o.ReadCursor() if not state.spec.retry_letter_topic:
+            return o.ok(tuple(broker_cursor(part) for part in state.first), at=state.now)
     return respond(state.first[0], op, rng)
 
 

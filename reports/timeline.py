@@ -105,8 +105,12 @@ def layout(events, *, violation: tuple[str, str, bool] | None = None) -> Timelin
                               note="" if key is None else str(key), color=colour(None if failed else entry)))
             entry += 0 if failed else 1
         elif e.op == "read_cursor":
-            if e.cursor is not None:
-                cursor = cursor_of(e.cursor)
+            cursor = cursor_of(e.cursor) if e.cursor is not None else None
+            if isinstance(cursor, tuple):
+                # One cursor per partition, each in its own entries: the lanes draw one topic's.
+                marks.append(Mark(step=i, lane="broker" if "broker" in lanes else "producer", kind="read_cursor",
+                                  label="cursors", failed=False, title=title, color=colour(None)))
+            elif cursor is not None:
                 reads.append(CursorRead(step=i, entries=entry, mark_delete=cursor.mark_delete,
                                         ranges=tuple(cursor.individually_deleted), title=title))
             else:

@@ -342,8 +342,8 @@ def attach_failure(failure: ConformanceFailure, target) -> None:
     history = "\n".join(to_json_line(event_of("failure", failure.spec, i, op, c))
                         for i, (op, c) in enumerate(failure.history))
     allure.attach(history, name="history.jsonl", attachment_type=allure.attachment_type.JSON)
-    snapshots = [f"step {i}: {cur.describe(c.value)}" for i, (op, c) in enumerate(failure.history)
-                 if isinstance(c.value, cur.Cursor)]
+    snapshots = [f"step {i}: {cur.describe_read(c.value)}" for i, (op, c) in enumerate(failure.history)
+                 if isinstance(op, o.ReadCursor) and c.value]
     truth = target.ground_truth()
     snapshots.append(f"after the failure: {cur.describe(truth) if truth is not None else 'no cursor'}")
     allure.attach("\n".join(snapshots), name="cursor snapshots", attachment_type=allure.attachment_type.TEXT)

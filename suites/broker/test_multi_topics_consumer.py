@@ -10,7 +10,8 @@ program (`<topic>-0`, `<topic>-1`), subscribed by `ConsumerBuilder.topics` or by
   topic's in publish order;
 - an acknowledge_cumulative acknowledges the messages of its message's topic up to it, and none of
   the other topic, even one published before it;
-- a pattern consumer is the same consumer as one subscribed by the names.
+- a pattern consumer is the same consumer as one subscribed by the names;
+- each topic has a cursor of its own, which a cursor read reads in the topic's own entries.
 
 Each history is checked by the model (one topic's model per topic) and refused by the model of one
 topic, which reads the same history as one cursor.
@@ -23,7 +24,7 @@ import pytest
 from drivers import wire
 from model import ops as o
 from model.spec import Spec, SubscriptionType
-from suites.broker.cumulative_ack_of_one_topic import check_a_cumulative_ack_of_one_cursor
+from suites.broker.several_cursors import check_a_cumulative_ack_of_one_cursor, check_a_cursor_read_of_each_cursor
 from suites.broker.logged import Logged, client_target, received
 from suites.machines import as_run
 from suites.replay.stored import replay
@@ -64,7 +65,15 @@ def test_each_send_lands_on_its_topic_and_each_topic_comes_in_order(client, name
 def test_a_cumulative_ack_acknowledges_its_own_topic_only(client, names, by):
     """Six messages round robin over two topics; a cumulative ack of the last one of m0's topic,
     a close; the next consumer gets the other topic's messages, all of them, though some were
-    published before the acked one (suites/broker/cumulative_ack_of_one_topic.py)."""
+    published before the acked one (suites/broker/several_cursors.py)."""
     name, target = client
     spec = as_run(Spec(subscription_type=SubscriptionType.EXCLUSIVE, multi_topics=2, topics_pattern=BY[by]), target)
     check_a_cumulative_ack_of_one_cursor(target, spec, names, alone=spec.with_(multi_topics=0, topics_pattern=False))
+
+
+@pytest.mark.guarantee("cursor")
+def test_a_cursor_read_shows_each_topic_s_cursor(client, names):
+    """Each topic's cursor, in its own entries (suites/broker/several_cursors.py)."""
+    name, target = client
+    spec = as_run(Spec(subscription_type=SubscriptionType.SHARED, multi_topics=2), target)
+    check_a_cursor_read_of_each_cursor(target, spec, names)

@@ -10,7 +10,8 @@ client v0.21.0, each through its driver, on topics of 2 and 3 partitions made th
 - an acknowledge_cumulative acknowledges the messages of its message's partition up to it, and
   none of another partition, even one published before it;
 - redeliver_unacknowledged_messages brings back what the consumer holds on every partition (the Go
-  client has no such op).
+  client has no such op);
+- a cursor read reads each partition's cursor, in its own entries;
 - under a dead-letter policy each partition's messages go to a dead-letter topic when nacked past
   the limit: one per partition with the Java and C++ clients, one for the topic with the Go client.
 
@@ -25,7 +26,7 @@ import pytest
 from model import ops as o
 from model.guarantees import Guarantee
 from model.spec import Spec, SubscriptionType
-from suites.broker.cumulative_ack_of_one_topic import check_a_cumulative_ack_of_one_cursor
+from suites.broker.several_cursors import check_a_cumulative_ack_of_one_cursor, check_a_cursor_read_of_each_cursor
 from suites.broker.logged import Logged, client_target, received
 from suites.machines import as_run
 from suites.replay.stored import replay
@@ -66,10 +67,19 @@ def test_a_send_names_its_partition_a_key_stays_on_one_and_each_partition_comes_
 def test_a_cumulative_ack_acknowledges_its_own_partition_only(client, names):
     """Six messages round robin over two partitions; a cumulative ack of the last one of a
     partition, a close; the next consumer gets the other partition's messages, all of them
-    (suites/broker/cumulative_ack_of_one_topic.py)."""
+    (suites/broker/several_cursors.py)."""
     name, target = client
     spec = as_run(Spec(subscription_type=SubscriptionType.EXCLUSIVE, partitions=2), target)
     check_a_cumulative_ack_of_one_cursor(target, spec, names, alone=spec.with_(partitions=0))
+
+
+@pytest.mark.guarantee("cursor")
+def test_a_cursor_read_shows_each_partition_s_cursor(client, names):
+    """Each partition's cursor, read through the admin API of its own topic, in its own entries
+    (suites/broker/several_cursors.py)."""
+    name, target = client
+    spec = as_run(Spec(subscription_type=SubscriptionType.SHARED, partitions=2), target)
+    check_a_cursor_read_of_each_cursor(target, spec, names)
 
 
 @pytest.mark.guarantee("no-loss")

@@ -158,18 +158,20 @@ CHECKS = (
           specs={"Shared": SHARED.with_(receiver_queue_size=0), "Exclusive": EXCLUSIVE.with_(receiver_queue_size=0)},
           guarantees=EVERY_PROGRAM | ACKS | {G.EXCLUSIVE}),
     # A partitioned topic through the client's multi-topics consumer (model/partitions.py): each
-    # partition a cursor of its own, a cumulative ack within its message's partition, a redelivery
-    # request, a close, an unload and a client crash across all of them; under a dead-letter policy
+    # partition a cursor of its own (a cursor read reads each), a cumulative ack within its
+    # message's partition, a redelivery request, a close, an unload and a client crash across all
+    # of them; under a dead-letter policy
     # each partition's consumer dead-letters its own messages. Checked for the clients that declare
     # `partitioned`, not applicable for the others.
     Check(area="partitioned",
           kinds=BASE + ("acknowledge", "acknowledge_cumulative", "negative_acknowledge",
-                        "redeliver_unacknowledged_messages", "close", "unload", "tick", "crash_client"),
+                        "redeliver_unacknowledged_messages", "close", "unload", "tick", "crash_client",
+                        "read_cursor"),
           specs={"Exclusive-2": EXCLUSIVE.with_(partitions=2), "Failover-2": FAILOVER.with_(partitions=2),
                  "Shared-3": SHARED.with_(partitions=3), "Key_Shared-2": KEY_SHARED.with_(partitions=2),
                  "Shared-2-dlq1": SHARED.with_(partitions=2, max_redeliver_count=1)},
           guarantees=EVERY_PROGRAM | ACKS | {G.EXCLUSIVE, G.KEY_SHARED_STICKINESS, G.CUMULATIVE_REFUSED_ON_SHARED,
-                                             G.DEAD_LETTER}),
+                                             G.DEAD_LETTER, G.CURSOR}),
     # A consumer of several topics without partitions, by their names (ConsumerBuilder.topics) or
     # by a pattern (topicsPattern): the same multi-topics consumer as a partitioned topic's in the
     # Java and C++ clients, another in the Go client (multiTopicConsumer, regexConsumer), each
@@ -178,11 +180,12 @@ CHECKS = (
     # that the check is applicable to every client that declares `multi_topics`.
     Check(area="multi_topics",
           kinds=BASE + ("acknowledge", "acknowledge_cumulative", "negative_acknowledge", "close", "unload", "tick",
-                        "crash_client"),
+                        "crash_client", "read_cursor"),
           specs={"Exclusive-2": EXCLUSIVE.with_(multi_topics=2), "Failover-2": FAILOVER.with_(multi_topics=2),
                  "Shared-3": SHARED.with_(multi_topics=3), "Key_Shared-2": KEY_SHARED.with_(multi_topics=2),
                  "Shared-2-pattern": SHARED.with_(multi_topics=2, topics_pattern=True)},
-          guarantees=EVERY_PROGRAM | ACKS | {G.EXCLUSIVE, G.KEY_SHARED_STICKINESS, G.CUMULATIVE_REFUSED_ON_SHARED}),
+          guarantees=EVERY_PROGRAM | ACKS | {G.EXCLUSIVE, G.KEY_SHARED_STICKINESS, G.CUMULATIVE_REFUSED_ON_SHARED,
+                                             G.CURSOR}),
     # A consumer with a retry letter topic (enableRetry): a reconsume_later acknowledges the message
     # and publishes a copy to the retry topic, which comes after its delay (the Java client reads
     # that topic as Shared whatever the type), until the copy reconsumed max_redeliver_count times

@@ -24,6 +24,8 @@ def line(op, completion, spec=SPEC):
     (o.Tick(ms=150), o.ok(at=160)),
     (o.Seek(consumer="c0", message=o.MessageId(4)), o.ok(at=1)),
     (o.ReadCursor(), o.ok(cur.from_acknowledged({5, 6}, mark_delete=2), at=7)),
+    # One cursor per partition (or topic) of a consumer of several, each in its own entries.
+    (o.ReadCursor(), o.ok((cur.from_acknowledged({3}, mark_delete=1), cur.Cursor()), at=7)),
     (o.AcknowledgeCumulative(consumer="c0", message=o.MessageId(1)), o.fail("CumulativeAcknowledgementNotAllowedError")),
 ])
 def test_an_event_round_trips_what_the_model_checks(op, completion):

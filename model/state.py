@@ -90,6 +90,9 @@ class Message:
     # either consumer's pending acks, so a nack or redeliver from the one the model has as holder
     # may be ignored by the broker (it only redelivers what is pending on the asking consumer).
     held_by_two_consumers: bool = False
+    # Failover: the connected consumers whose application received a copy since the message was
+    # last handed back (a consumer that leaves takes its copy with it).
+    copy_receivers: frozenset[str] = frozenset()
     serial: int = 0  # order of publication among sends and subscribes
     # The consumer whose seek targeted this message (or a later index of its batch): that
     # consumer's client skips it, so it is not owed while that consumer is connected.

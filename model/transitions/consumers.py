@@ -138,15 +138,24 @@ def leave(state: State, leaving: frozenset[str], *, owed_entries: set[int] | Non
     # not +1 as apache/pulsar#5895 suggests (shown by test_fidelity_broker::
     # test_closing_a_shared_consumer_moves_its_held_messages_to_the_others_uncounted).
     changed = {m.id: _handed_back(state, m) for m in state.messages if m.status is HELD and m.holder in leaving}
-    if state.spec.subscription_type is SubscriptionType.FAILOVER and len(remaining) == 1:
+    if state.spec.subscription_type is SubscriptionType.FAILOVER:
         # Two applications got a copy: after a switch the new active consumer got it from the
         # broker and the old one from its receiver queue, in either order. The broker has it
         # pending on the one it dispatched to last, which may be the one that stays: then the close
-        # hands nothing back, and the copy that consumer holds is the message (shown by history
+        # hands nothing back, and the copy that consumer's application holds is the message (shown
+        # by history
         # broker-failover-stale-copy-received-after-the-switch-is-not-owed-at-its-close.multi_topics-Failover-2).
-        stays = remaining[0].name
-        changed.update({m.id: m.with_(holder=stays, extra_deliveries=m.extra_deliveries + 1) for m in state.messages
-                        if m.status is HELD and m.holder in leaving and m.held_by_two_consumers})
+        # Only a consumer that received a copy and stays can hold it so: one that never got one,
+        # or got it before leaving, cannot (suites/model/test_failover_copies.py).
+        staying = {c.name for c in remaining}
+        for m in state.messages:
+            if m.status is HELD and m.holder in leaving and m.held_by_two_consumers:
+                holders = sorted(m.copy_receivers & staying)
+                if len(holders) == 1:
+                    changed[m.id] = m.with_(holder=holders[0], extra_deliveries=m.extra_deliveries + 1,
+                                            copy_receivers=m.copy_receivers - leaving)
+        changed.update({m.id: changed.get(m.id, m).with_(copy_receivers=changed.get(m.id, m).copy_receivers - leaving)
+                        for m in state.messages if m.copy_receivers & leaving})
     # A partly acked batch must come back only if the closing consumer had it (shown by history
     # broker-partial-batch-of-another-consumer-not-back-at-close.redelivery_count_and_dead_letter-Shared-dlq1).
     if tracked:
@@ -194,7 +203,7 @@ def _handed_back(state: State, message: Message) -> Message:
         lo = max(lo - 1, 0)
         hi = hi - 1 if state.now < message.redelivery_from else hi
     return message.with_(status=AVAILABLE, holder=None, redelivery_from=None, redelivery_by=None,
-                         never_dispatched=False, count_lo=lo, count_hi=max(hi, lo))
+                         never_dispatched=False, count_lo=lo, count_hi=max(hi, lo), copy_receivers=frozenset())
 
 
 def bind_key(state: State, message: Message, consumer: Consumer) -> State:

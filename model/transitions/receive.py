@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from model import ops as o
 from model.checks import check_no_phantom, delivery_problem, order_key, stale_key_copy
+from model.spec import SubscriptionType
 from model.state import ACKED, AVAILABLE, HELD, State, replace_consumer, replace_message
 from model.transitions.consumers import bind_key
 from model.transitions.reconnect import back
@@ -105,6 +106,8 @@ def receive(state: State, op: o.Receive, completion: o.Completion, *, invoked: i
         highest = max(highest, message.count_hi)  # the other application's copy may come back with its count
     delivered = delivered.with_(count_lo=lowest, count_hi=highest,
                                 held_count=delivery.redelivery_count)
+    if state.spec.subscription_type is SubscriptionType.FAILOVER:
+        delivered = delivered.with_(copy_receivers=message.copy_receivers | {op.consumer})
     rewinds = (state.rewinds if state.rewind_window is not None else 0) + state.rewinds_at_reconnect
     if rewinds and delivered.status is HELD and message.status is AVAILABLE:
         # First received while rewinds are on their way: each may deliver it once more.

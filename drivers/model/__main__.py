@@ -37,6 +37,10 @@ class ModelDriver:
     def perform(self, request: dict) -> dict:
         op = wire.op_of_request(request)
         completion = self.target.invoke(op)
+        if request.get("topic") is not None and completion.partition != request["topic"]:
+            # The model target routes a send itself (model.partitions.route_send), as the suite does.
+            return wire.error("ProtocolError", f"send to topic {request['topic']}, which the model routes to "
+                                               f"{completion.partition}: the suite and the model disagree")
         return {**self._reply(op, completion), "at": completion.at}  # the model's logical clock
 
     @staticmethod

@@ -21,6 +21,7 @@ import time
 import pulsar
 import pytest
 
+from drivers.python.client import new_client
 from fixtures.pulsar import drain, poll, position_of
 
 pytestmark = pytest.mark.broker
@@ -110,13 +111,19 @@ def test_an_ack_applied_but_not_yet_persisted_is_lost_by_a_crash_and_its_message
     broker = pulsar_broker.require_failpoint()
     topic = names.topic()
     positions, acked, before = _ack_and_confirm(pulsar_broker, pulsar_client, topic)
-    consumer = pulsar_client.subscribe(topic, SUBSCRIPTION, consumer_type=pulsar.ConsumerType.Exclusive)
-    held = {int(m.data()): m for m in drain(consumer, idle_ms=500)}
-    last = min(held)  # the first message not acknowledged yet
-    time.sleep(MARK_DELETE_PERMIT_S)
-
-    halted = broker.crash_at_persist(topic, within_s=10, trigger=lambda: consumer.acknowledge(held[last]))
-    consumer.close()
+    # A client of its own, closed after the crash: a consumer closed while its broker is down may
+    # leave a reconnection in flight that registers on the broker back up (a CI run met
+    # ConsumerBusy at the next subscribe); the client's close ends its connections.
+    own = new_client(pulsar_broker.service_url, pulsar_broker.credentials)
+    try:
+        consumer = own.subscribe(topic, SUBSCRIPTION, consumer_type=pulsar.ConsumerType.Exclusive)
+        held = {int(m.data()): m for m in drain(consumer, idle_ms=500)}
+        last = min(held)  # the first message not acknowledged yet
+        time.sleep(MARK_DELETE_PERMIT_S)
+        halted = broker.crash_at_persist(topic, within_s=10, trigger=lambda: consumer.acknowledge(held[last]))
+        consumer.close()
+    finally:
+        own.close()
 
     assert halted, "the broker did not halt at the persist of the cursor for the ack"
     after = _lost_acks_come_again(pulsar_broker, pulsar_client, topic, positions, acked)

@@ -152,10 +152,11 @@ def leave(state: State, leaving: frozenset[str], *, owed_entries: set[int] | Non
             if m.status is HELD and m.holder in leaving and m.held_by_two_consumers:
                 holders = sorted(m.copy_receivers & staying)
                 if len(holders) == 1:
-                    changed[m.id] = m.with_(holder=holders[0], extra_deliveries=m.extra_deliveries + 1,
-                                            copy_receivers=m.copy_receivers - leaving)
-        changed.update({m.id: changed.get(m.id, m).with_(copy_receivers=changed.get(m.id, m).copy_receivers - leaving)
-                        for m in state.messages if m.copy_receivers & leaving})
+                    changed[m.id] = m.with_(holder=holders[0], extra_deliveries=m.extra_deliveries + 1)
+        for m in state.messages:
+            if m.copy_receivers & leaving:  # a leaving consumer's copy goes with it
+                kept = changed.get(m.id, m)
+                changed[m.id] = kept.with_(copy_receivers=kept.copy_receivers - leaving)
     # A partly acked batch must come back only if the closing consumer had it (shown by history
     # broker-partial-batch-of-another-consumer-not-back-at-close.redelivery_count_and_dead_letter-Shared-dlq1).
     if tracked:

@@ -45,13 +45,13 @@ NOT_APPLICABLE = {
     ("network_delay", "Shared"),
     ("broker_restart", "Shared"),
     *(("redelivery_count_and_dead_letter", s) for s in ("Shared", "Shared-dlq1", "Key_Shared-dlq2", "Exclusive")),
-    # Partitioned topics: the driver does not declare `partitioned` (its sends do not say a partition).
+    # Partitioned topics: the driver does not declare `partitioned` (the crate does not tell the partition a send went to).
     *(("partitioned", s) for s in ("Exclusive-2", "Failover-2", "Shared-3", "Key_Shared-2", "Shared-2-dlq1")),
     *(("partitioned_ack_timeout", s) for s in ("Exclusive-2", "Failover-2", "Shared-3", "Key_Shared-2")),
     *(("partitioned_seek", s) for s in ("Exclusive-2", "Shared-2")),
-    # Consumers of several topics: the crate has them (with_topics, with_topic_regex), the driver
-    # does not declare `multi_topics` or `topics_pattern` yet.
-    *(("multi_topics", s) for s in ("Exclusive-2", "Failover-2", "Shared-3", "Key_Shared-2", "Shared-2-pattern")),
+    # Consumers of several topics (with_topics, with_topic_regex): those of the Shared and Key_Shared
+    # specs, whose nacks ask for a counted redelivery.
+    *(("multi_topics", s) for s in ("Shared-3", "Key_Shared-2", "Shared-2-pattern", "Shared-2-dlq1")),
     # No retry letter topic in the crate.
     *(("retry_letter_topic", s) for s in ("Shared-dlq2", "Exclusive-dlq1", "Key_Shared-dlq2")),
 }
@@ -73,7 +73,8 @@ def test_the_rust_driver_declares_what_the_crate_does_and_nothing_more(rust):
         driver.stop()
     assert (hello["client"], hello["version"], hello["protocol"]) == ("rust", crate_version(), wire.PROTOCOL)
     assert set(hello["ops"]) == set(wire.CLIENT_OPS) - {"redeliver_unacknowledged_messages", "reconsume_later"}
-    assert set(hello["capabilities"]) == {"ack_timeout", "dead_letter_policy", "seek_by_id"}
+    assert set(hello["capabilities"]) == {"ack_timeout", "dead_letter_policy", "seek_by_id", "multi_topics",
+                                          "topics_pattern"}
     lacking = {(c.area, spec_id) for c in CHECKS for spec_id, spec in c.specs.items()
                if wire.lacking(hello, c.kinds, spec)}
     assert lacking == NOT_APPLICABLE

@@ -5,7 +5,9 @@
 //! Java client would: the spec's receiver queue size is both the consumer's queue
 //! (`ConsumerOptions::receiver_queue_size`) and its flow permits (`with_batch_size`, which the crate
 //! sends as the broker's permits); the dead-letter topic is the Java client's default name,
-//! `<topic>-<subscription>-DLQ`. Operations are retried every 100 ms for at most 3 s (the crate's
+//! `<topic>-<subscription>-DLQ`. A consumer of several topics is the crate's multi-topic consumer
+//! (`with_topics`, or `with_topic_regex` looked up in the topic's namespace); its acks, nacks and
+//! seeks name the topic the message came from. Operations are retried every 100 ms for at most 3 s (the crate's
 //! default retries forever every 5 s): a second Exclusive consumer is refused with ConsumerBusy
 //! within that time instead of waiting without end, while a consumer still gets back in after a
 //! topic unload.
@@ -20,6 +22,7 @@ use pulsar::proto::MessageIdData;
 use pulsar::{
     Consumer, ConsumerOptions, Error, OperationRetryOptions, Producer, ProducerOptions, Pulsar, SubType, TokioExecutor,
 };
+use regex::Regex;
 use serde_json::{json, Value};
 
 use crate::auth::{self, Auth};
@@ -44,12 +47,17 @@ pub struct RustDriver {
     client: Option<Client>,
     settings: Settings,
     topic: String,
+    /// A consumer of several topics: theirs (the reset's), else none.
+    topics: Vec<String>,
+    /// And the pattern that matches them alone, to subscribe by.
+    topics_pattern: Option<String>,
     subscription: String,
-    producer: Option<Producer<TokioExecutor>>,
-    batch_producer: Option<Producer<TokioExecutor>>,
+    /// A producer per topic sent to, and whether it batches.
+    producers: HashMap<(String, bool), Producer<TokioExecutor>>,
     consumers: HashMap<String, Consumer<Vec<u8>, TokioExecutor>>,
-    /// The id of the message last received with each payload (entry, index), for acks, nacks and seeks.
-    received: HashMap<(i64, i64), MessageIdData>,
+    /// The topic and id of the message last received with each payload (entry, index), for acks,
+    /// nacks and seeks.
+    received: HashMap<(i64, i64), (String, MessageIdData)>,
 }
 
 impl RustDriver {
@@ -60,9 +68,10 @@ impl RustDriver {
             client: None,
             settings: Settings::default(),
             topic: String::new(),
+            topics: Vec::new(),
+            topics_pattern: None,
             subscription: String::new(),
-            producer: None,
-            batch_producer: None,
+            producers: HashMap::new(),
             consumers: HashMap::new(),
             received: HashMap::new(),
         }
@@ -109,6 +118,21 @@ impl RustDriver {
         };
         self.topic = field("topic");
         self.subscription = field("subscription");
+        self.topics = match request.get("topics") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(names)) if names.iter().all(Value::is_string) => {
+                names.iter().filter_map(Value::as_str).map(str::to_string).collect()
+            }
+            Some(other) => return error("BadRequest", &format!("topics is not a list of names: {other}")),
+        };
+        self.topics_pattern = match request.get("topics_pattern") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(pattern)) => match Regex::new(pattern) {
+                Ok(_) => Some(pattern.clone()),
+                Err(e) => return error("BadRequest", &format!("topics_pattern {pattern:?}: {e}")),
+            },
+            Some(other) => return error("BadRequest", &format!("topics_pattern is not a string: {other}")),
+        };
         ok()
     }
 
@@ -140,8 +164,7 @@ impl RustDriver {
         for (_, mut consumer) in self.consumers.drain() {
             let _ = tokio::time::timeout(CLOSE_TIMEOUT, consumer.close()).await;
         }
-        for producer in [self.producer.take(), self.batch_producer.take()].into_iter().flatten() {
-            let mut producer = producer;
+        for (_, mut producer) in self.producers.drain() {
             let _ = tokio::time::timeout(CLOSE_TIMEOUT, producer.close()).await;
         }
         self.received.clear();
@@ -191,7 +214,7 @@ impl RustDriver {
             Ok(message) => message,
             Err(text) => return error("BadRequest", &text),
         };
-        let Some(id) = self.received.get(&message).cloned() else {
+        let Some((topic, id)) = self.received.get(&message).cloned() else {
             return error(
                 "UnknownMessage",
                 &format!("no message {message:?} was received in this program"),
@@ -205,7 +228,6 @@ impl RustDriver {
         } else {
             None
         };
-        let topic = self.topic.clone();
         let Some(consumer) = self.consumers.get_mut(name) else {
             return unknown_consumer(name);
         };
@@ -220,8 +242,11 @@ impl RustDriver {
                 // The crate's seek is the broker's seek, then a new consumer in place of the old
                 // one: an error (ConsumerBusy from the new consumer on Exclusive, while the old one
                 // reconnects) may come after the broker has sought, so no error says it did not happen.
+                // A multi-topic consumer seeks the topic the message came from (a single one takes
+                // no topics).
+                let topics = (!self.topics.is_empty()).then(|| vec![topic]);
                 let sought = consumer
-                    .seek(None, Some(id), None, client.expect("a seek has its client"))
+                    .seek(topics, Some(id), None, client.expect("a seek has its client"))
                     .await;
                 return sought.map_or_else(|e| failed("info", &error_class(&e), &e.to_string()), |_| ok());
             }
@@ -248,9 +273,15 @@ impl RustDriver {
                 InitialPosition::Latest
             })
             .with_receiver_queue_size(settings.receiver_queue_size);
-        let mut builder = client
-            .consumer()
-            .with_topic(self.topic.clone())
+        let mut builder = client.consumer();
+        builder = match (&self.topics_pattern, self.topics.is_empty()) {
+            (Some(pattern), _) => builder
+                .with_topic_regex(Regex::new(pattern).expect("checked at the reset"))
+                .with_lookup_namespace(namespace_of(&self.topic)),
+            (None, false) => builder.with_topics(&self.topics),
+            (None, true) => builder.with_topic(self.topic.clone()),
+        };
+        let mut builder = builder
             .with_subscription(self.subscription.clone())
             .with_subscription_type(sub_type(&settings.subscription_type))
             .with_consumer_name(name)
@@ -311,7 +342,8 @@ impl RustDriver {
                 &format!("a message not sent by the suite: {:?}", message.payload.data),
             );
         };
-        self.received.insert(id, message.message_id().clone());
+        self.received
+            .insert(id, (message.topic.clone(), message.message_id().clone()));
         delivered(id.0, id.1, message.key())
     }
 
@@ -324,20 +356,36 @@ impl RustDriver {
             _ => vec![None],
         };
         let batched = request.get("batched").and_then(Value::as_bool).unwrap_or(false);
-        match self.publish(entry, &keys, batched).await {
+        let topic = if self.topics.is_empty() {
+            self.topic.clone()
+        } else {
+            let index = request.get("topic").and_then(Value::as_u64).map(|i| i as usize);
+            match index.and_then(|i| self.topics.get(i)) {
+                Some(topic) => topic.clone(),
+                None => {
+                    return error(
+                        "BadRequest",
+                        &format!("send to topic {:?} of {}", request.get("topic"), self.topics.len()),
+                    )
+                }
+            }
+        };
+        match self.publish(&topic, entry, &keys, batched).await {
             Ok(position) => position,
             Err(e) => client_error(&e),
         }
     }
 
-    async fn publish(&mut self, entry: i64, keys: &[Option<String>], batched: bool) -> Result<Value, Error> {
+    async fn publish(
+        &mut self,
+        topic: &str,
+        entry: i64,
+        keys: &[Option<String>],
+        batched: bool,
+    ) -> Result<Value, Error> {
         let client = self.client().await?;
-        let slot = if batched {
-            &mut self.batch_producer
-        } else {
-            &mut self.producer
-        };
-        if slot.is_none() {
+        let slot = (topic.to_string(), batched);
+        if !self.producers.contains_key(&slot) {
             let options = if batched {
                 ProducerOptions {
                     batch_size: Some(1000),
@@ -348,16 +396,15 @@ impl RustDriver {
             } else {
                 ProducerOptions::default()
             };
-            *slot = Some(
-                client
-                    .producer()
-                    .with_topic(self.topic.clone())
-                    .with_options(options)
-                    .build()
-                    .await?,
-            );
+            let made = client
+                .producer()
+                .with_topic(topic)
+                .with_options(options)
+                .build()
+                .await?;
+            self.producers.insert(slot.clone(), made);
         }
-        let producer = slot.as_mut().expect("made above");
+        let producer = self.producers.get_mut(&slot).expect("made above");
         let mut sends = Vec::with_capacity(keys.len());
         for (index, key) in keys.iter().enumerate() {
             let message = pulsar::producer::Message {
@@ -388,6 +435,17 @@ impl RustDriver {
             ));
         }
         Ok(json!({"outcome": "ok", "position": [positions[0].0, positions[0].1]}))
+    }
+}
+
+/// The `tenant/namespace` of a topic's full name (`persistent://tenant/namespace/name`), where a
+/// pattern's topics are looked up.
+fn namespace_of(topic: &str) -> String {
+    let path = topic.split_once("://").map_or(topic, |(_, path)| path);
+    let mut parts = path.splitn(3, '/');
+    match (parts.next(), parts.next(), parts.next()) {
+        (Some(tenant), Some(namespace), Some(_)) => format!("{tenant}/{namespace}"),
+        _ => "public/default".to_string(),
     }
 }
 

@@ -19,11 +19,19 @@ pub const OPS: &[&str] = &[
     "tick",
 ];
 /// The capabilities the crate has (drivers/PROTOCOL.md): an ack timeout
-/// (`with_unacked_message_resend_delay`), a dead-letter policy, seek by message id. Left out: ack
+/// (`with_unacked_message_resend_delay`), a dead-letter policy, seek by message id, a consumer of
+/// several topics by their names (`with_topics`) or by a pattern (`with_topic_regex`). Left out:
+/// `partitioned` (the crate's partitioned producer picks a partition it does not tell), ack
 /// receipts, nack backoff, the ack grouping time, batch-index ack (an ack carries no ack set),
 /// receiver queue 0 (the crate turns 0 into 1000), `redelivery_count` (the crate does not show it) and
 /// `tls_client_cert` (no client certificate: auth.rs).
-pub const CAPABILITIES: &[&str] = &["ack_timeout", "dead_letter_policy", "seek_by_id"];
+pub const CAPABILITIES: &[&str] = &[
+    "ack_timeout",
+    "dead_letter_policy",
+    "seek_by_id",
+    "multi_topics",
+    "topics_pattern",
+];
 
 pub fn ok() -> Value {
     json!({"outcome": "ok"})

@@ -56,3 +56,32 @@ def check_a_cursor_read_of_each_cursor(target, spec, names) -> None:
     if cursors[0] != cursors[1]:
         refused = replay(spec, swapped, drained=False).verdict.violation
         assert refused is not None and refused.guarantee.value == "cursor", swapped[-1]
+
+
+def check_nacks_past_the_limit_dead_letter(target, spec, names, name: str, own_topics) -> None:
+    """Shared, two cursors, a dead-letter policy of one redelivery: four messages received and
+    nacked twice come twice (counts 0 and 1, when the client shows them), then never again. The
+    model takes the history, and refuses it with m0 once more. Each message is in the dead-letter
+    topic of its cursor's own topic (`own_topics(topic)`: `<own topic>-<subscription>-DLQ`), with
+    the Go client in the one its driver names for the consumer (`<topic>-<subscription>-DLQ`)."""
+    logged = Logged.fresh(target, spec, names, o.Subscribe(consumer="a"), *(o.Send() for _ in range(4)))
+    placed = logged.placed()
+    assert len(set(placed.values())) == 2, placed
+    for count in (0, 1):
+        got = [logged.invoke(o.Receive(consumer="a", timeout_ms=2000)).value for _ in range(4)]
+        assert sorted(d.message for d in got) == [m(e) for e in range(4)], got
+        assert {d.redelivery_count for d in got} <= {count, None}, got  # None: a client that does not show it
+        for delivery in got:
+            logged.invoke(o.NegativeAcknowledge(consumer="a", message=delivery.message))
+        logged.invoke(o.Tick(ms=500))  # past the nack delay: the client asked for the redelivery
+    assert received(logged, "a") == []
+    assert replay(spec, logged.history, drained=True).step is None
+    again = logged.forged(m(0), "a", redelivery_count=2)
+    refused = replay(spec, again, drained=False).verdict.violation
+    assert refused is not None, again[-1]
+    topic, subscription, admin = target.broker.topic, target.broker.subscription, target.broker.admin
+    if name == "go":
+        assert admin.messages_in(f"{topic}-{subscription}-DLQ") == 4
+    else:
+        per_topic = [admin.messages_in(f"{t}-{subscription}-DLQ") for t in own_topics(topic)]
+        assert per_topic == [sum(1 for q in placed.values() if q == i) for i in range(2)], per_topic

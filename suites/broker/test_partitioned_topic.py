@@ -26,7 +26,8 @@ import pytest
 from model import ops as o
 from model.guarantees import Guarantee
 from model.spec import Spec, SubscriptionType
-from suites.broker.several_cursors import check_a_cumulative_ack_of_one_cursor, check_a_cursor_read_of_each_cursor
+from suites.broker.several_cursors import (check_a_cumulative_ack_of_one_cursor, check_a_cursor_read_of_each_cursor,
+                                           check_nacks_past_the_limit_dead_letter)
 from suites.broker.logged import Logged, client_target, received
 from suites.machines import as_run
 from suites.replay.stored import replay
@@ -110,26 +111,8 @@ def test_a_message_nacked_past_the_limit_goes_to_a_dead_letter_topic(client, nam
     name, target = client
     spec = as_run(Spec(subscription_type=SubscriptionType.SHARED, partitions=2, max_redeliver_count=1,
                        nack_delay_ms=100), target)
-    logged = Logged.fresh(target, spec, names, o.Subscribe(consumer="a"), *(o.Send() for _ in range(4)))
-    partitions = logged.placed()
-    assert len(set(partitions.values())) == 2, partitions
-    for count in (0, 1):
-        got = [logged.invoke(o.Receive(consumer="a", timeout_ms=2000)).value for _ in range(4)]
-        assert sorted(d.message for d in got) == [m(e) for e in range(4)] and {d.redelivery_count for d in got} == {count}
-        for delivery in got:
-            logged.invoke(o.NegativeAcknowledge(consumer="a", message=delivery.message))
-        logged.invoke(o.Tick(ms=500))  # past the nack delay: the client asked for the redelivery
-    assert received(logged, "a") == []
-    topic, subscription, admin = target.broker.topic, target.broker.subscription, target.broker.admin
-    if name == "go":
-        assert admin.messages_in(f"{topic}-{subscription}-DLQ") == 4
-    else:
-        per_partition = [admin.messages_in(f"{topic}-partition-{p}-{subscription}-DLQ") for p in range(2)]
-        assert per_partition == [sum(1 for q in partitions.values() if q == p) for p in range(2)], per_partition
-    assert replay(spec, logged.history, drained=True).step is None
-    again = logged.forged(m(0), "a", redelivery_count=2)
-    refused = replay(spec, again, drained=False).verdict.violation
-    assert refused is not None, again[-1]
+    check_nacks_past_the_limit_dead_letter(target, spec, names, name,
+                                           lambda topic: [f"{topic}-partition-{p}" for p in range(2)])
 
 
 @pytest.mark.guarantee("no-redelivery-after-ack")

@@ -176,16 +176,19 @@ CHECKS = (
     # by a pattern (topicsPattern): the same multi-topics consumer as a partitioned topic's in the
     # Java and C++ clients, another in the Go client (multiTopicConsumer, regexConsumer), each
     # topic a cursor of its own (model/partitions.py). Each send goes to the topic the suite's
-    # router picks. No redeliver_unacknowledged_messages, which the Go client does not declare, so
-    # that the check is applicable to every client that declares `multi_topics`.
+    # router picks. Under a dead-letter policy each topic's consumer dead-letters its own messages
+    # (the Go client to the one topic its driver names). No redeliver_unacknowledged_messages, which
+    # the Go client does not declare, so that the check is applicable to every client that declares
+    # `multi_topics`.
     Check(area="multi_topics",
           kinds=BASE + ("acknowledge", "acknowledge_cumulative", "negative_acknowledge", "close", "unload", "tick",
                         "crash_client", "read_cursor"),
           specs={"Exclusive-2": EXCLUSIVE.with_(multi_topics=2), "Failover-2": FAILOVER.with_(multi_topics=2),
                  "Shared-3": SHARED.with_(multi_topics=3), "Key_Shared-2": KEY_SHARED.with_(multi_topics=2),
-                 "Shared-2-pattern": SHARED.with_(multi_topics=2, topics_pattern=True)},
+                 "Shared-2-pattern": SHARED.with_(multi_topics=2, topics_pattern=True),
+                 "Shared-2-dlq1": SHARED.with_(multi_topics=2, max_redeliver_count=1)},
           guarantees=EVERY_PROGRAM | ACKS | {G.EXCLUSIVE, G.KEY_SHARED_STICKINESS, G.CUMULATIVE_REFUSED_ON_SHARED,
-                                             G.CURSOR}),
+                                             G.DEAD_LETTER, G.CURSOR}),
     # A consumer with a retry letter topic (enableRetry): a reconsume_later acknowledges the message
     # and publishes a copy to the retry topic, which comes after its delay (the Java client reads
     # that topic as Shared whatever the type), until the copy reconsumed max_redeliver_count times

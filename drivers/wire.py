@@ -53,11 +53,15 @@ CAPABILITIES = {
                     "a send to the one its `topic` names",
     "topics_pattern": "a consumer of several topics by a pattern (spec topics_pattern: the reset's "
                       "`topics_pattern`, which matches the reset's `topics` alone)",
+    "multi_topics_queue": "a consumer of several topics keeps a queue of its own on top of each topic's receiver "
+                          "queue, of max(2, receiver queue size, topics) messages and one more per other topic "
+                          "(spec multi_topics_queue, set from the hello)",
 }
 # Of those, the ones that say what the client does where clients differ, not what it can be set to,
 # each with the Spec field that holds it: the suite checks the client against the rule they name
 # (suites/machines.as_run sets the field from the driver's hello).
-BEHAVIOURS = {"seek_batch_index": "seek_sends_batch_index", "seek_acks_skipped": "seek_acks_skipped"}
+BEHAVIOURS = {"seek_batch_index": "seek_sends_batch_index", "seek_acks_skipped": "seek_acks_skipped",
+              "multi_topics_queue": "multi_topics_queue"}
 # The ops that ask the broker for a redelivery it counts (on Shared and Key_Shared); with the ack
 # timeout, a spec setting, they are the programs in which a message may come with a count above 0.
 COUNTED_REDELIVERIES = ("negative_acknowledge", "redeliver_unacknowledged_messages")

@@ -286,8 +286,9 @@ def check_receiver_queue(state: State, drained: frozenset[str]) -> Violation | N
 
 
 def queue_room(state: State) -> int:
-    """How many entries one idle consumer's receiver queue may hold (see check_receiver_queue)."""
-    return max(state.spec.receiver_queue_size, 1)
+    """How many entries one idle consumer's receiver queue may hold (see check_receiver_queue), and
+    of one topic of several, its multi-topics consumer's own queue (Spec.parent_queue_size)."""
+    return max(state.spec.receiver_queue_size, 1) + state.spec.parent_queue_size
 
 
 def owed_messages(state: State) -> list[o.MessageId]:

@@ -158,10 +158,18 @@ RETRY = 1  # the retry letter topic's place among a retry consumer's topics
 
 def topic_spec(spec: Spec, partition: int) -> Spec:
     """The spec of one of the consumer's topics, judged as a topic alone."""
-    topic = spec.with_(partitions=0, multi_topics=0, topics_pattern=False, retry_letter_topic=False)
+    topic = spec.with_(partitions=0, multi_topics=0, topics_pattern=False, retry_letter_topic=False,
+                       parent_queue_size=parent_queue_size(spec))
     if spec.retry_letter_topic and partition == RETRY and spec.retry_subscription_shared:
         topic = topic.with_(subscription_type=SubscriptionType.SHARED)
     return topic
+
+
+def parent_queue_size(spec: Spec) -> int:
+    """What a multi-topics consumer's own queue may hold, all of it from one topic (Spec.multi_topics_queue)."""
+    if not (spec.multi_topics_queue and spec.topics):
+        return 0
+    return max(2, spec.receiver_queue_size, spec.topics) + spec.topics - 1
 
 
 def initial(spec: Spec) -> PartitionedState:

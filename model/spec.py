@@ -117,6 +117,16 @@ class Spec:
     # A partitioned topic of this many partitions (0: a topic without partitions), consumed by the
     # client's multi-topics consumer: one cursor per partition (model/partitions.py).
     partitions: int = 0
+    # The client's multi-topics consumer keeps a queue of its own on top of each topic's receiver
+    # queue (the Java client's MultiTopicsConsumerImpl, of max(2, receiver_queue_size, topics)
+    # messages, one more per other topic whose receive was armed when it filled); the C++ client's
+    # hands a message on only when the application receives it (shown by
+    # suites/broker/test_receiver_queues_of_several_topics.py). Set from the driver's
+    # `multi_topics_queue`.
+    multi_topics_queue: bool = False
+    # Of one topic of several (model.partitions.topic_spec): how many of its messages that queue may
+    # hold beyond the topic's receiver queue, any of the queue's room being this topic's.
+    parent_queue_size: int = 0
     # A consumer of this many topics without partitions (0: of one topic), subscribed by their names
     # (`ConsumerBuilder.topics`): the client's multi-topics consumer, one cursor per topic, modelled
     # as a partitioned topic is (model/partitions.py); the producer of each send is the one of the

@@ -44,7 +44,7 @@ final class JavaDriver {
     static final List<String> CAPABILITIES = List.of("ack_receipts", "nack_backoff", "ack_grouping_time",
             "batch_index_ack", "receiver_queue_0", "ack_timeout", "dead_letter_policy", "redeliver_unacknowledged",
             "seek_by_id", "seek_batch_index", "redelivery_count", "tls_client_cert", "partitioned", "partitioned_seek",
-            "retry_letter_topic", "multi_topics", "topics_pattern");
+            "retry_letter_topic", "multi_topics", "topics_pattern", "multi_topics_queue");
     // The property a reconsume_later copy carries: its entry in the program (drivers/PROTOCOL.md).
     static final String COPY_PROPERTY = "conformance-entry";
     static final int RECEIVE_TIMEOUT_MS = 100;  // a receive request without `ms`

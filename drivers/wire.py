@@ -83,7 +83,9 @@ def needs(kinds: Iterable[str], spec: Spec) -> list[str]:
         wanted.append("redeliver_unacknowledged")
     if "seek" in kinds:
         wanted.append("seek_by_id")
-        wanted += [behaviour for behaviour, field in BEHAVIOURS.items() if getattr(spec, field)]
+        wanted += [b for b in ("seek_batch_index", "seek_acks_skipped") if getattr(spec, BEHAVIOURS[b])]
+    if spec.multi_topics_queue:
+        wanted.append("multi_topics_queue")
     if spec.client_batch_index_ack:
         wanted.append("batch_index_ack")
     if spec.receiver_queue_size == 0:
@@ -104,6 +106,8 @@ def needs(kinds: Iterable[str], spec: Spec) -> list[str]:
             wanted.append("partitioned_seek")
     if spec.multi_topics:
         wanted.append("topics_pattern" if spec.topics_pattern else "multi_topics")
+        if "seek" in kinds:
+            wanted.append("partitioned_seek")  # the multi-topics consumer's seek, as on partitions
     if spec.retry_letter_topic:
         wanted.append("retry_letter_topic")
     if spec.subscription_type.tracks_redelivery_count and (

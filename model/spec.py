@@ -280,4 +280,6 @@ class Spec:
             flags.append(f"topics={self.multi_topics}" + (" by pattern" if self.topics_pattern else ""))
         if self.retry_letter_topic:
             flags.append("retry-letter-topic")
+        if self.multi_topics_queue:
+            flags.append("multi-topics-queue")
         return ", ".join(flags)

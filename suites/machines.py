@@ -294,7 +294,11 @@ def as_run(spec: Spec, target) -> Spec:
     client = client_running(target)
     if not client:
         return spec
-    return spec.with_(client=client, **{field: declares(target, behaviour) for behaviour, field in BEHAVIOURS.items()})
+    behaviours = {field: declares(target, behaviour) for behaviour, field in BEHAVIOURS.items()}
+    # Only a consumer of several topics has a multi-topics queue: the spec of one topic (and its
+    # id in stored histories) stays as it was.
+    behaviours["multi_topics_queue"] &= bool(spec.topics)
+    return spec.with_(client=client, **behaviours)
 
 
 def verify(check, spec: Spec, target, program_ids, target_name: str, config) -> None:

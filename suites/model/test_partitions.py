@@ -10,7 +10,7 @@ import pytest
 from model import cursor as cur
 from model import ops as o
 from model.guarantees import Guarantee
-from model.nondet import apply, check_nothing_lost, start
+from model.nondet import apply, check_nothing_lost, check_receiver_queues, start
 from model.partitions import NotModelled, PartitionedState
 from model.spec import Spec, SubscriptionType
 
@@ -170,3 +170,22 @@ def test_on_a_single_active_consumer_one_partition_s_ack_timeout_brings_back_eve
     shared = run(spec.with_(subscription_type=SubscriptionType.SHARED),
                  program + [(back[0], at(11_501, o.ok(o.Delivery(message=m(1), redelivery_count=1))))]).violation
     assert shared is not None and shared.guarantee is Guarantee.NO_DUPLICATE_WITHOUT_CAUSE
+
+
+@pytest.mark.parametrize("java", [False, True])
+def test_an_idle_consumer_of_two_partitions_holds_its_receiver_queue_on_each_and_the_java_client_s_own_queue(java):
+    """Shared, receiver queue 1, a idle while b drained: what a kept of one partition must fit its
+    receiver queue there (1), with the Java client's multi-topics queue on top: max(2, 1, 2) and
+    one more per other partition, any of it this partition's (3)
+    (suites/broker/test_receiver_queues_of_several_topics.py)."""
+    spec = SHARED.with_(receiver_queue_size=1, multi_topics_queue=java)
+    room = 4 if java else 1
+    subscribed = [SUBSCRIBE_A, (o.Subscribe(consumer="b"), o.ok())]
+    sends = _sends(*([0] * 6 + [1] * 2))  # m0..m5 on partition 0, m6 and m7 on 1
+    b_takes = lambda entries: [(o.Receive(consumer="b"), o.ok(o.Delivery(message=m(e), redelivery_count=0)))
+                               for e in entries]
+    drained = frozenset({"b"})
+    fits = _run(spec, subscribed + sends + b_takes(range(room, 6)) + b_takes([6]))
+    assert check_receiver_queues(fits, drained).ok
+    beyond = _run(spec, subscribed + sends + b_takes(range(room + 1, 6)) + b_takes([6]))
+    assert check_receiver_queues(beyond, drained).violation.guarantee is Guarantee.RECEIVER_QUEUE

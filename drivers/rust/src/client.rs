@@ -118,14 +118,16 @@ impl RustDriver {
         };
         self.topic = field("topic");
         self.subscription = field("subscription");
-        self.topics = match request.get("topics") {
+        self.topics = Vec::new();
+        self.topics_pattern = None;
+        let topics = match request.get("topics") {
             None | Some(Value::Null) => Vec::new(),
             Some(Value::Array(names)) if names.iter().all(Value::is_string) => {
                 names.iter().filter_map(Value::as_str).map(str::to_string).collect()
             }
             Some(other) => return error("BadRequest", &format!("topics is not a list of names: {other}")),
         };
-        self.topics_pattern = match request.get("topics_pattern") {
+        let pattern = match request.get("topics_pattern") {
             None | Some(Value::Null) => None,
             Some(Value::String(pattern)) => match Regex::new(pattern) {
                 Ok(_) => Some(pattern.clone()),
@@ -133,6 +135,10 @@ impl RustDriver {
             },
             Some(other) => return error("BadRequest", &format!("topics_pattern is not a string: {other}")),
         };
+        if pattern.is_some() && topics.is_empty() {
+            return error("BadRequest", "topics_pattern without the topics it matches");
+        }
+        (self.topics, self.topics_pattern) = (topics, pattern);
         ok()
     }
 
@@ -243,7 +249,9 @@ impl RustDriver {
                 // one: an error (ConsumerBusy from the new consumer on Exclusive, while the old one
                 // reconnects) may come after the broker has sought, so no error says it did not happen.
                 // A multi-topic consumer seeks the topic the message came from (a single one takes
-                // no topics).
+                // no topics). The crate then rebuilds each topic's consumer from its topic list,
+                // which a pattern consumer leaves empty: a seek on a consumer of several topics
+                // needs `partitioned_seek`, which this driver does not declare (drivers/wire.py).
                 let topics = (!self.topics.is_empty()).then(|| vec![topic]);
                 let sought = consumer
                     .seek(topics, Some(id), None, client.expect("a seek has its client"))

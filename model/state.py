@@ -103,6 +103,12 @@ class Message:
     # Marked ACKED because the client may have sent it to the dead-letter topic (a copy with the
     # limiting count may have reached the receiver queue): unsure, not an application's ack.
     dead_letter_unsure: bool = False
+    # Held across a reconnect (an unload, a restart, a cut) in a copy at the dead-letter limit: the
+    # client's record that it may dead-letter the message may or may not have outlived the
+    # reconnect, so a nack of it may dead-letter it or ask for a plain redelivery, which the new
+    # dispatcher counts from 0 (shown by suites/broker/test_dead_letter_across_a_reconnect.py).
+    # A copy received at the limit again makes a fresh record.
+    dead_letter_record_stale: bool = False
     # Sent to the dead-letter topic by its client, which acknowledges it once that send completes:
     # at some moment after, or never (a close or a crash first); a cursor read may show the ack
     # or not, and not showing it settles nothing (shown by history

@@ -104,8 +104,10 @@ def receive(state: State, op: o.Receive, completion: o.Completion, *, invoked: i
         else delivery.redelivery_count
     if message.status is HELD and message.holder != op.consumer:
         highest = max(highest, message.count_hi)  # the other application's copy may come back with its count
-    delivered = delivered.with_(count_lo=lowest, count_hi=highest,
-                                held_count=delivery.redelivery_count)
+    limit = state.spec.max_redeliver_count
+    delivered = delivered.with_(count_lo=lowest, count_hi=highest, held_count=delivery.redelivery_count,
+                                dead_letter_record_stale=message.dead_letter_record_stale
+                                and (limit is None or delivery.redelivery_count < limit))
     if state.spec.subscription_type is SubscriptionType.FAILOVER:
         delivered = delivered.with_(copy_receivers=message.copy_receivers | {op.consumer})
     rewinds = (state.rewinds if state.rewind_window is not None else 0) + state.rewinds_at_reconnect

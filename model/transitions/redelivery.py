@@ -133,6 +133,8 @@ def goes_to_dead_letter(state: State, message: Message, *, held_count: int | Non
     limit = state.spec.max_redeliver_count
     if limit is None or not state.spec.subscription_type.tracks_redelivery_count:
         return False
+    if message.dead_letter_record_stale:
+        return None  # the record of a copy at the limit, from before a reconnect, may be gone
     if (message.held_count if held_count is None else held_count) >= limit:
         return True
     return None if message.count_hi >= limit else False

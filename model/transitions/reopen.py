@@ -141,7 +141,13 @@ def reopen(state: State, *, persisted: bool) -> Result:
                 if state.spec.subscription_type.tracks_redelivery_count:
                     queued_hi = max(queued_hi, 1)
             handed_back = int(queued_anywhere or message.status is not AVAILABLE)
-            changed[message.id] = message.with_(extra_deliveries=message.extra_deliveries + handed_back + asked_again,
+            # The client's record of a held copy at the dead-letter limit may not outlive the
+            # reconnect (Message.dead_letter_record_stale).
+            limit = state.spec.max_redeliver_count
+            stale = message.dead_letter_record_stale or (
+                limit is not None and message.status is HELD and message.held_count >= limit)
+            changed[message.id] = message.with_(dead_letter_record_stale=stale,
+                                                extra_deliveries=message.extra_deliveries + handed_back + asked_again,
                                                 never_dispatched=message.never_dispatched and not handed_back,
                                                 redelivery_from=None, redelivery_by=None, count_lo=0, count_hi=queued_hi)
     state = unstall(replace_messages(state, changed))

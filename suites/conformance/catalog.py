@@ -117,9 +117,12 @@ CHECKS = (
                  "Shared-seek-batch-index": SHARED.with_(seek_sends_batch_index=True),
                  "Shared-seek-acks-skipped": SHARED.with_(seek_acks_skipped=True, client_batch_index_ack=True)},
           guarantees=EVERY_PROGRAM | ACKS | {G.EXCLUSIVE}),
+    # On a partitioned topic an idle consumer holds its receiver queue on each partition, and with
+    # the Java client its multi-topics consumer's own queue on top (`multi_topics_queue`).
     Check(area="receiver_queue", kinds=BASE + ("acknowledge", "close", "drain_others"),
           specs={"Shared-queue-1": SHARED.with_(receiver_queue_size=1), "Shared-queue-3": SHARED.with_(receiver_queue_size=3),
-                 "Shared-zero-queue": SHARED.with_(receiver_queue_size=0)},
+                 "Shared-zero-queue": SHARED.with_(receiver_queue_size=0),
+                 "Shared-2-queue-1": SHARED.with_(partitions=2, receiver_queue_size=1)},
           guarantees=EVERY_PROGRAM | ACKS | {G.RECEIVER_QUEUE}),
     # With ack receipts an `ok` acknowledge is in the cursor at once and an unload or a client crash
     # keeps it: checked for the clients that declare `ack_receipts` (the Java client), not applicable

@@ -49,6 +49,7 @@ NOT_APPLICABLE = {
     *(("partitioned", s) for s in ("Exclusive-2", "Failover-2", "Shared-3", "Key_Shared-2", "Shared-2-dlq1")),
     *(("partitioned_ack_timeout", s) for s in ("Exclusive-2", "Failover-2", "Shared-3", "Key_Shared-2")),
     *(("partitioned_seek", s) for s in ("Exclusive-2", "Shared-2")),
+    ("receiver_queue", "Shared-2-queue-1"),
     # Consumers of several topics (with_topics, with_topic_regex): those of the Shared and Key_Shared
     # specs, whose nacks ask for a counted redelivery.
     *(("multi_topics", s) for s in ("Shared-3", "Key_Shared-2", "Shared-2-pattern", "Shared-2-dlq1")),

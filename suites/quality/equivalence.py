@@ -6,6 +6,10 @@ programs (the ops drawn as `model.simulate.run_random_program` draws them, from 
 on every spec of the catalog, so every subscription type and knob); a program on which one
 completion differs tells them apart, and the shortest such prefix is the evidence. A mutant no
 program tells apart is set aside as equivalent, with the number of programs and the specs tried.
+Answers are compared as a real target can observe them (`observable`): a cursor read shows
+markDeletePosition and the individually deleted ranges (the broker's internal stats), not the
+model's batch indexes or read position, so a mutant that differs only there is not told apart by
+that read.
 
 Every distinguishing program (its prefix up to the first differing answer) is then given to the
 checker (the real model, in lock-step, with a drain at its end). When the checker refuses the
@@ -25,6 +29,7 @@ from dataclasses import dataclass, replace
 
 from fixtures.targets.lockstep import ConformanceFailure, Lockstep
 from fixtures.targets.model_target import ModelTarget
+from model import cursor as cur
 from model import ops as o
 from model.nondet import ImpossibleStamp
 from model.spec import Spec
@@ -68,6 +73,22 @@ def reference_programs(count: int, steps: int = PROGRAM_STEPS) -> list[Program]:
     return programs
 
 
+def observable(completion: o.Completion) -> o.Completion:
+    """The completion as a real target answers it: a cursor read (one cursor, or one a topic) keeps
+    markDeletePosition and the individually deleted ranges, all the broker's internal stats show
+    (fixtures/targets/pulsar_target.py, `_model_cursor`)."""
+    value = completion.value
+    if isinstance(value, cur.Cursor):
+        return replace(completion, value=_shown(value))
+    if isinstance(value, tuple) and value and all(isinstance(c, cur.Cursor) for c in value):
+        return replace(completion, value=tuple(_shown(c) for c in value))
+    return completion
+
+
+def _shown(cursor: cur.Cursor) -> cur.Cursor:
+    return cur.Cursor(mark_delete=cursor.mark_delete, individually_deleted=cursor.individually_deleted)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Distinction:
     """A program on which the mutant answers otherwise than the model, and the checker's word on it."""
@@ -108,7 +129,7 @@ def _first_difference(make_mutant, program: Program) -> Distinction | None:
             got = target.invoke(op)
         except Exception as error:  # noqa: BLE001  (a crash tells the mutant apart too)
             got = f"{type(error).__name__}: {error}"
-        if got != expected:
+        if not isinstance(got, o.Completion) or observable(got) != observable(expected):
             return Distinction(program=program, length=i + 1, expected=expected, got=got)
     return None
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+import model.cursor
 import model.nondet
 import model.simulate
 import model.transitions
@@ -143,6 +144,22 @@ def test_a_mutant_that_answers_as_the_model_allows_is_allowed(tmp_path, programs
     told = result["distinguishing"]
     assert told["ops"][-1].startswith("Tick(") and "Tick(" not in " ".join(told["ops"][:-1])
     assert told["checker"] == f"allows the mutant's answers on all {result['told_apart']} programs that tell it apart"
+
+
+def test_a_mutant_that_differs_only_where_no_target_can_look_is_equivalent(tmp_path, programs):
+    """A batch's first index acknowledged with batch-index acks kept by the client, not sent (the
+    mutant): the ideal broker's batch indexes differ, and the broker's internal stats do not show
+    them; every other answer is the model's. Told apart by nothing a target observes, it is
+    equivalent, not allowed."""
+    mutant = edited("transitions/acks.py", "elif message_id.index >= 0 and state.spec.batch_index_ack:",
+                    "elif message_id.index >= 1 and state.spec.batch_index_ack:", number=7)
+    result = run_mutant(mutant, tmp_path, programs, checks=_only("cumulative_ack", "Exclusive-batch-index-ack"))
+    assert result["outcome"] == EQUIVALENT, result
+    cursor = model.cursor.Cursor(mark_delete=0, individually_deleted=((1, 3),), batch_deleted=((4, frozenset({0})),),
+                                 read_position=5)
+    shown = equivalence.observable(o.ok(cursor, at=3))
+    assert shown == o.ok(model.cursor.Cursor(mark_delete=0, individually_deleted=((1, 3),)), at=3)
+    assert equivalence.observable(o.ok((cursor, cursor))).value == (shown.value, shown.value)
 
 
 def _only(area: str, spec_name: str):

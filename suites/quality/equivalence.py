@@ -19,7 +19,8 @@ shortest refused program is the evidence. When it accepts them on every one, the
 a broker the model allows (another of the choices the model leaves open, a later completion time):
 it is another conforming broker, which no check can refuse, and is set aside as allowed, with the
 number of programs that told it apart. Whether the model is right to allow it is the evidence
-report's question (suites/quality/evidence.py: the rules no broker history pins down).
+report's question (suites/quality/evidence.py: the rules no broker history pins down), and the
+real broker's, on the same program (suites/quality/allowed.py).
 """
 
 from __future__ import annotations
@@ -60,17 +61,20 @@ class Program:
 def reference_programs(count: int, steps: int = PROGRAM_STEPS) -> list[Program]:
     """`count` seeded random programs spread over the catalog's specs, with the model's answers."""
     specs = list(catalog_specs().items())
-    programs = []
-    for seed in range(count):
-        spec_name, spec = specs[seed % len(specs)]
-        rng, target = random.Random(seed), ModelTarget()
-        target.reset(spec, f"program-{seed}")
-        trace = []
-        for _ in range(steps):
-            op = random_op(target.state, rng)
-            trace.append((op, target.invoke(op)))
-        programs.append(Program(spec_name=spec_name, spec=spec, seed=seed, trace=tuple(trace)))
-    return programs
+    return [program_of(seed, specs, steps) for seed in range(count)]
+
+
+def program_of(seed: int, specs: list[tuple[str, Spec]] | None = None, steps: int = PROGRAM_STEPS) -> Program:
+    """The reference program of `seed` (the same on the same model and catalog)."""
+    specs = list(catalog_specs().items()) if specs is None else specs
+    spec_name, spec = specs[seed % len(specs)]
+    rng, target = random.Random(seed), ModelTarget()
+    target.reset(spec, f"program-{seed}")
+    trace = []
+    for _ in range(steps):
+        op = random_op(target.state, rng)
+        trace.append((op, target.invoke(op)))
+    return Program(spec_name=spec_name, spec=spec, seed=seed, trace=tuple(trace))
 
 
 def observable(completion: o.Completion) -> o.Completion:

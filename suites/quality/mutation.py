@@ -14,7 +14,8 @@ worker process bounded by a timeout. Outcomes:
   checker names for it): a gap of the catalog's programs;
 - allowed: every check passed, and on every random program that tells the mutant from the model
   the checker accepts its answers: it answers as another broker the model allows, which no check
-  can refuse (suites/quality/equivalence.py); set aside with that evidence;
+  can refuse (suites/quality/equivalence.py); set aside with that evidence (whether a real broker
+  answers as the mutant does: suites/quality/allowed.py);
 - equivalent: every check passed and no program of the equivalence run tells it apart
   (suites/quality/equivalence.py), set aside with that evidence;
 - not viable: the mutant package does not import, the run crashed (an exception other than a

@@ -192,6 +192,8 @@ def main(argv: list[str] | None = None) -> int:
         report = json.loads(args.report.read_text())
     except json.JSONDecodeError as error:
         parser.error(f"--report {args.report}: not a mutation report ({error})")
+    if not isinstance(report, dict) or not isinstance(report.get("mutants"), list):
+        parser.error(f"--report {args.report}: not a mutation report (no list of mutants)")
     root = Path(tempfile.mkdtemp(prefix="allowed-"))
     try:
         cases = [c for c in cases_of(report, root) if not args.only or any(t in c.mutant_id for t in args.only)]

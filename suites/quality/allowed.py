@@ -101,21 +101,16 @@ def cases_of(report: dict, root: Path) -> list[Case]:
         mutant = by_id.get(record["id"])
         program = equivalence.program_of(told["seed"], specs)
         length = len(told["ops"])
-        if mutant is None or program.spec_name != told["spec"] or \
-                [repr(op) for op, _ in program.trace[:length]] != told["ops"]:
+        found = None
+        if mutant is not None and program.spec_name == told["spec"] and \
+                [repr(op) for op, _ in program.trace[:length]] == told["ops"]:
+            modules = load(build(mutant, root), root)
+            found = equivalence.first_difference(lambda: MutantTarget(*modules, name=f"mutant {mutant.id}"), program)
+        if found is None or found.length != length:
             raise SystemExit(f"allowed: the report ran on commit {report.get('commit')}, whose model or catalog "
                              f"is not this one (mutant {record['id'][:60]!r} or its program differs): run it there")
-        target = MutantTarget(*load(build(mutant, root), root), name=f"mutant {mutant.id}")
-        target.reset(program.spec, f"program-{program.seed}")
-        answer: o.Completion | str = "no answer"
-        for op, _ in program.trace[:length]:
-            try:
-                answer = target.invoke(op)
-            except Exception as error:  # noqa: BLE001  (the mutant's crash is its answer)
-                answer = f"{type(error).__name__}: {error}"
-                break
         cases.append(Case(mutant_id=mutant.id, spec_name=told["spec"], program=program, length=length,
-                          mutants_answer=answer))
+                          mutants_answer=found.got))
     return cases
 
 
@@ -144,9 +139,14 @@ def run_case(case: Case, runs: int, *, target: str = "pulsar", client: str | Non
             notes.append(f"step {step + 1} ({ops[step]!r}): the broker answered {history[step][1]!r}")
         elif answer == OTHER:
             notes.append(f"the broker answered {history[-1][1]!r}")
-    return {"mutant": case.mutant_id, "spec": case.spec_name, "seed": case.program.seed, "ops": [repr(op) for op in ops],
+    return _record(case, runs, answers, notes, verdict(answers, runs))
+
+
+def _record(case: Case, runs: int, answers: Counter, notes: list[str], said: str) -> dict:
+    return {"mutant": case.mutant_id, "spec": case.spec_name, "seed": case.program.seed,
+            "ops": [repr(op) for op, _ in case.program.trace[:case.length]],
             "model": repr(case.program.trace[case.length - 1][1]), "mutant_answer": repr(case.mutants_answer),
-            "runs": runs, "answers": {a: answers[a] for a in ANSWERS}, "notes": notes, "verdict": verdict(answers, runs)}
+            "runs": runs, "answers": {a: answers[a] for a in ANSWERS}, "notes": notes, "verdict": said}
 
 
 def verdict(answers: Counter, runs: int) -> str:
@@ -233,19 +233,15 @@ def _run_on(cases: list[Case], args, address: tuple[str, str]) -> list[dict]:
     from suites.machines import as_run
 
     probe = load_target("pulsar", service_url=address[0], admin_url=address[1], client=args.client)
+    lacking = getattr(probe, "lacking", None)
     results = []
     try:
         for case in cases:
             kinds = check(case.spec_name.partition("[")[0]).kinds
-            lacking = getattr(probe, "lacking", None)
             missing = lacking(kinds, case.program.spec) if callable(lacking) else []
             if missing:
-                results.append({"mutant": case.mutant_id, "spec": case.spec_name, "seed": case.program.seed,
-                                "ops": [repr(op) for op, _ in case.program.trace[:case.length]],
-                                "model": repr(case.program.trace[case.length - 1][1]),
-                                "mutant_answer": repr(case.mutants_answer), "runs": 0,
-                                "answers": {a: 0 for a in ANSWERS}, "notes": [],
-                                "verdict": f"not applicable for this client: it lacks {', '.join(missing)}"})
+                results.append(_record(case, 0, Counter(), [],
+                                       f"not applicable for this client: it lacks {', '.join(missing)}"))
             else:
                 results.append(run_case(case, args.runs, client=args.client, broker=address,
                                         spec=as_run(case.program.spec, probe)))

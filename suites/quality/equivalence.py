@@ -114,7 +114,7 @@ class Distinction:
 def distinguish(make_mutant, programs: list[Program]) -> Distinction | None:
     """None if no program tells the mutant apart; else the shortest distinguishing prefix the checker
     refuses, or, when it refuses none, the shortest of them (`told_apart`: how many there were)."""
-    found = [d for d in (_first_difference(make_mutant, program) for program in programs) if d is not None]
+    found = [d for d in (first_difference(make_mutant, program) for program in programs) if d is not None]
     if not found:
         return None
     found.sort(key=lambda d: d.length)
@@ -125,7 +125,9 @@ def distinguish(make_mutant, programs: list[Program]) -> Distinction | None:
     return replace(found[0], told_apart=len(found))
 
 
-def _first_difference(make_mutant, program: Program) -> Distinction | None:
+def first_difference(make_mutant, program: Program) -> Distinction | None:
+    """The shortest prefix of `program` on which the mutant answers otherwise than the model did (a
+    crash is an answer too), or None."""
     target = make_mutant()
     target.reset(program.spec, f"program-{program.seed}")
     for i, (op, expected) in enumerate(program.trace):

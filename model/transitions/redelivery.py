@@ -102,9 +102,17 @@ def requested(state: State, message: Message, earliest: int, latest: int) -> Mes
             # before that drops the timer (shown by history
             # broker-nack-dead-letter-dropped-by-close.redelivery_count_and_dead_letter-Shared-dlq1).
             return message.with_(redelivery_from=earliest, redelivery_by=latest, dead_letter_unsure=True)
-        # Dead-lettered by this client: copies queued elsewhere are still handed out (shown by
-        # history broker-dead-lettered-copy-queued-elsewhere.redelivery_count_and_dead_letter-Shared-dlq1).
-        return message.with_(status=ACKED, holder=None, redelivery_from=None, redelivery_by=None, dead_lettered=True)
+        # A redelivery request: the broker counts the message past the limit and dispatches that
+        # copy, and the client it lands on dead-letters it unseen. Until it lands nothing has: a
+        # close of the last consumer first takes it back undead-lettered and clears the counts, so
+        # it may come once more, counted from 0, and not before (shown by
+        # suites/broker/test_redelivery_past_the_limit_at_close.py). Copies queued elsewhere are still
+        # handed out, with their own counts (shown by history
+        # broker-dead-lettered-copy-queued-elsewhere.redelivery_count_and_dead_letter-Shared-dlq1).
+        past = {} if message.extra_deliveries else {"count_lo": state.spec.max_redeliver_count + 1,
+                                                    "count_hi": state.spec.max_redeliver_count + 1}
+        return message.with_(status=ACKED, holder=None, redelivery_from=None, redelivery_by=None,
+                             dead_letter_unsure=True, extra_deliveries=message.extra_deliveries + 1, **past)
     if dead_letter is None or message.dead_letter_unsure:
         # Another copy the client got may carry the count that sends it to the DLQ (or already
         # did): it may come once more or never.

@@ -31,6 +31,23 @@ def test_a_signature_keeps_the_detail_class_and_the_program_shape():
     assert M1_LOST["detail"] == M2_LOST["detail"] and M1_LOST["program"] != M2_LOST["program"]
 
 
+def test_a_loss_of_several_messages_is_of_the_class_of_a_loss_of_one():
+    """How many messages one fault takes depends on the program (a batch, a nack that came twice),
+    not on the fault: a list of message ids reads as one."""
+    assert detail_class("drained every consumer, yet m1.0, m1.1, m1.2 never came") == \
+        detail_class("drained every consumer, yet m3 never came") == "drained every consumer, yet m# never came"
+    assert detail_class("c0 received m2 after m1, m0") == "c# received m# after m#"
+
+
+def test_an_entry_accepted_with_a_list_of_messages_matches_a_loss_of_one(tmp_path):
+    """A baseline written before lists read as one still matches (its detail is read as it would
+    be written now)."""
+    old = {**M1_LOST, "detail": "drained every consumer, yet m#, m#, m# never came"}
+    entry = {**ENTRY, "area": "seek", "spec_id": "Exclusive", "signature": {"detail": old["detail"]}}
+    code, text = run_gate(tmp_path, summary(lost(M1_LOST)), entry)
+    assert code == 0 and "1 accepted" in text
+
+
 def test_another_fault_in_an_accepted_cell_is_new(tmp_path):
     entry = {**ENTRY, "area": "seek", "spec_id": "Exclusive", "signature": M1_LOST}
     code, text = run_gate(tmp_path, summary(lost(M1_LOST)), entry)

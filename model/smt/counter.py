@@ -118,9 +118,12 @@ def bump(config: SymConfig) -> z3.ArithRef:
     return z3.If(config.tracked, 1, 0)
 
 
-def dead_lettered(before: SymMessage, after: SymMessage) -> z3.BoolRef:
-    """Produced to the dead-letter topic and acknowledged instead of redelivered."""
-    return _same(before, after, status=z3.IntVal(SymStatus.ACKED), dead=z3.BoolVal(True))
+def dead_lettered(config: SymConfig, before: SymMessage, after: SymMessage) -> z3.BoolRef:
+    """Acknowledged for the dead-letter topic instead of redelivered: its copy, counted one past the
+    limit, goes to the client that dead-letters it (model/transitions/redelivery.py, `requested`)."""
+    past = config.limit + 1
+    return _same(before, after, status=z3.IntVal(SymStatus.ACKED), count_lo=past, count_hi=past,
+                 dead=z3.BoolVal(True))
 
 
 def back_available(before: SymMessage, after: SymMessage, *, bump: z3.ArithRef | int) -> z3.BoolRef:
@@ -142,7 +145,7 @@ def acknowledge_message(config: SymConfig, before: SymMessage, after: SymMessage
 def redeliver(config: SymConfig, before: SymMessage, after: SymMessage) -> z3.BoolRef:
     """A redelivery request: to the dead-letter topic (acked), or back with the count one higher
     (the model keeps it held until its redelivery window ends; here it is back at once)."""
-    return z3.If(goes_to_dead_letter(config, before), dead_lettered(before, after),
+    return z3.If(goes_to_dead_letter(config, before), dead_lettered(config, before, after),
                  back_available(before, after, bump=bump(config)))
 
 

@@ -199,18 +199,18 @@ def test_unacked_read_again_is_refuted_when_a_rewind_keeps_the_read_position():
 # -- wrong redelivery counters -------------------------------------------------------------------
 def redeliver_without_counting(config, before, after):
     return z3.If(ctr.goes_to_dead_letter(config, before),
-                 ctr.dead_lettered(before, after), ctr.back_available(before, after, bump=0))
+                 ctr.dead_lettered(config, before, after), ctr.back_available(before, after, bump=0))
 
 
 def dead_letter_one_delivery_late(config, before, after):
     late = z3.And(config.limited, config.tracked, before.count_hi >= config.limit + 1)
-    return z3.If(late, ctr.dead_lettered(before, after), ctr.back_available(before, after, bump=ctr.bump(config)))
+    return z3.If(late, ctr.dead_lettered(config, before, after), ctr.back_available(before, after, bump=ctr.bump(config)))
 
 
 def redeliver_counting_without_a_tracker(config, before, after):
     """Counts every redelivery, on Exclusive/Failover too."""
     return z3.If(ctr.goes_to_dead_letter(config, before),
-                 ctr.dead_lettered(before, after), ctr.back_available(before, after, bump=1))
+                 ctr.dead_lettered(config, before, after), ctr.back_available(before, after, bump=1))
 
 
 def refute_counter(prove, wrong):

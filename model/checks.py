@@ -240,9 +240,11 @@ def cursor_bounds(state: State, flushed: State) -> CursorBounds:
     consumer's pending acks applied."""
     least = frozenset(m.id.entry for m in state.messages if m.ack_confirmed and state.cursor.is_acknowledged(m.id.entry))
     # An entry whose ack may still come or not: one acked with an extra delivery allowed (a crash, a
-    # dropped ack), and one its client dead-letters (model/state.py, `dead_lettered`).
+    # dropped ack), one its client dead-letters (model/state.py, `dead_lettered`), and a batch whose
+    # indexes were acked on different copies of it (`ack_on_older_copy`).
     doubtful = frozenset(m.id.entry for m in state.messages if m.status is ACKED and (
-        m.extra_deliveries or (not m.ack_confirmed and (m.dead_lettered or m.dead_letter_unsure))))
+        m.extra_deliveries or (not m.ack_confirmed and (m.dead_lettered or m.dead_letter_unsure
+                                                        or m.ack_on_older_copy))))
     return CursorBounds(least=least, most=flushed.cursor.acknowledged(len(state.entries)), doubtful=doubtful)
 
 

@@ -122,6 +122,11 @@ class Message:
     # dropped the ack (model/transitions/reconnect.py), so the message may come again, as often as
     # the broker redelivers, until a cursor read settles it; a flush does not prove it arrived.
     ack_may_be_dropped: bool = False
+    # A batch index acknowledged without batch-index acks, on a copy of its batch older than one that
+    # reached the application since: the client acks the entry once every index of one copy is
+    # acked, and this ack went to the older copy's acker, which may never be whole, so whether the
+    # entry is ever acked is open (model/transitions/receive.py) until a cursor read shows it.
+    ack_on_older_copy: bool = False
     # Received again by this consumer's application after the ack, the ack not yet confirmed:
     # should a cursor read show the ack lost, this consumer holds the message (its copy came from
     # a cursor without the ack), and it is not owed again.

@@ -161,6 +161,11 @@ def apply_ack(state: State, kind: str, message_id: o.MessageId) -> State:
         # ever acked stays open (shown by history
         # broker-batch-with-maybe-dead-lettered-indexes-not-acked.redelivery_count_and_dead_letter-Shared-dlq1).
         return state
+    elif any(m.ack_on_older_copy for m in siblings):
+        # Whole only across copies of the batch: each copy's acker may still miss an index, so the
+        # entry may be acked or never (model/transitions/receive.py); the cursor's bounds leave it
+        # open until a read settles it (model.checks.cursor_bounds).
+        return state
     elif any(m.ack_may_be_dropped for m in siblings):
         # The client acks the entry once its batch is whole; with one index's ack perhaps dropped
         # (model/transitions/reconnect.py), so perhaps is the entry's (shown by history
@@ -227,6 +232,7 @@ def settle(state: State, observed: cur.Cursor) -> State:
             # An ack in doubt at a client crash is settled: its extra delivery goes with the doubt.
             doubt = int(message.ack_in_doubt)
             changed[message.id] = message.with_(ack_confirmed=True, ack_in_doubt=False, ack_may_be_dropped=False,
+                                                ack_on_older_copy=False,
                                                 extra_deliveries=max(message.extra_deliveries - doubt, 0))
         elif not acked_on_broker and message.status is ACKED and not covers(pending, message.id):
             if message.dead_lettered or message.dead_letter_unsure:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from model import ops as o
 from model.checks import check_no_phantom, delivery_problem, order_key, stale_key_copy
 from model.spec import SubscriptionType
-from model.state import ACKED, AVAILABLE, HELD, State, replace_consumer, replace_message
+from model.state import ACKED, AVAILABLE, HELD, Message, State, replace_consumer, replace_message, replace_messages
 from model.transitions.consumers import bind_key
 from model.transitions.reconnect import back
 from model.transitions.redelivery import requested
@@ -145,7 +145,7 @@ def receive(state: State, op: o.Receive, completion: o.Completion, *, invoked: i
         if pending[0] is not None and delivered.redelivery_from is not None:
             delivered = delivered.with_(redelivery_from=min(pending[0], delivered.redelivery_from),
                                         redelivery_by=max(pending[1], delivered.redelivery_by))
-    state = replace_message(state, delivered)
+    state = _acker_of_another_delivery(replace_message(state, delivered), message)
     if message.serial >= state.disconnected_serial:
         state = back(state, consumer)  # published after the disconnection: it came over the new connection
         consumer = state.consumer(op.consumer)
@@ -155,3 +155,18 @@ def receive(state: State, op: o.Receive, completion: o.Completion, *, invoked: i
     if stale_key_copy(state, message, consumer):
         return state  # an old queued copy says nothing about where the key's hash is now
     return bind_key(state, message, consumer)
+
+
+def _acker_of_another_delivery(state: State, message: Message) -> State:
+    """Without batch-index acks a client acknowledges a batch's entry once every index of one
+    delivered copy of the batch is acked (an acker per copy: the C++ client's BatchMessageAcker, the
+    Java client's BatchMessageIdImpl). A copy of an index that reaches the application after some of
+    its siblings were acked, the entry's ack not sent yet, belongs to another copy of the batch:
+    the acks before went to an older acker, which may never be whole, so whether the entry is ever
+    acked is open from then on; copies come only as before, with a cause (shown by
+    suites/broker/test_batch_acked_across_deliveries.py)."""
+    if message.id.index < 0 or state.spec.batch_index_ack:
+        return state
+    older = {m.id: m.with_(ack_on_older_copy=True) for m in state.entry_messages(message.id.entry)
+             if m.status is ACKED and not m.ack_confirmed and not m.ack_on_older_copy}
+    return replace_messages(state, older) if older else state

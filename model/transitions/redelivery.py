@@ -356,8 +356,15 @@ def entries_come_back(state: State, entries: set[int], *, counted: bool = False,
     bump = 1 if counted and state.spec.subscription_type.tracks_redelivery_count else 0
     pending = {m for c in state.connected() for _, m in c.pending_acks}
     partly_acked = {m.id.entry for m in state.messages if m.id.index >= 0 and m.status is not ACKED}
+    # Acked on different copies of the batch: whether the client ever acked the entry is open
+    # (model/transitions/receive.py), so its acked messages may come with it, and are not owed.
+    across_copies = {m.id.entry for m in state.messages if m.ack_on_older_copy and m.status is ACKED
+                     and not m.ack_confirmed}
     changed = {}
     for m in state.messages:
+        if m.id.entry in entries & across_copies and m.id.index >= 0 and m.status is ACKED and not m.ack_confirmed:
+            changed[m.id] = m.with_(extra_deliveries=m.extra_deliveries + 1, count_hi=m.count_hi + bump)
+            continue
         if not (m.id.entry in entries and m.id.index >= 0 and m.status is ACKED and not m.acked_by_seek
                 and not state.cursor.is_acknowledged(m.id.entry)
                 and not (state.spec.batch_index_ack and m.ack_confirmed)):

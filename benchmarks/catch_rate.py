@@ -10,7 +10,8 @@ draws fresh random programs (not derandomized, no example database, no shrinking
 check fails counts), against the faulty target of fixtures/targets/faulty.py (FAULTS, which the quality test must catch,
 or UNGATED, written apart from the suite and caught too rarely yet to be asserted). Printed per cell: runs
 caught of runs, and the seconds they took; the figure to compare before and after a change of
-suites/generation.py. `--mutant ID` measures the mutants of the model whose id
+suites/generation.py; `--last-look both` prints each cell with and without the teardown's last
+look at the cursor (suites.programs.last_look) side by side. `--mutant ID` measures the mutants of the model whose id
 (suites/quality/mutator.py, as the mutation report prints it) starts with ID instead, each in turn:
 how often a cell catches a mutant the mutation run let survive.
 """
@@ -22,7 +23,7 @@ import itertools
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from hypothesis import Phase, settings
@@ -33,7 +34,10 @@ from fixtures.targets.lockstep import ConformanceFailure
 from model.nondet import ImpossibleStamp
 from suites.conformance.catalog import CHECKS
 from suites.machines import run_conformance
+from suites.generation import SWARM, using
 from suites.quality.catch import DRAIN_IDLE_MS
+
+LOOKS = {"on": (True,), "off": (False,), "both": (False, True)}
 
 
 def caught(fault, check, spec, run: int, budget: settings) -> bool:
@@ -75,6 +79,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--spec", action="append", default=[], help="only the specs of these names")
     parser.add_argument("--runs", type=int, default=30)
     parser.add_argument("--profile", default="ci", choices=("ci", "nightly"))
+    parser.add_argument("--last-look", default="on", choices=("on", "off", "both"),
+                        help="the teardown's last look at the cursor (both: each cell without it, then with it)")
     args = parser.parse_args(argv)
     if (args.fault is None) == (args.mutant is None):
         parser.error("name a FAULT or a --mutant ID, one of them")
@@ -102,10 +108,15 @@ def main(argv: list[str] | None = None) -> int:
             for spec_name, spec in check.specs.items():
                 if args.spec and spec_name not in args.spec:
                     continue
-                started = time.perf_counter()
-                hits = sum(caught(fault, check, spec, run, budget) for run in range(args.runs))
-                print(f"  {check.area}[{spec_name}]: caught {hits} / {args.runs} "
-                      f"({time.perf_counter() - started:.0f} s)", flush=True)
+                figures = []
+                for look in LOOKS[args.last_look]:
+                    started = time.perf_counter()
+                    with using(replace(SWARM, last_look=look)):
+                        hits = sum(caught(fault, check, spec, run, budget) for run in range(args.runs))
+                    figures.append(f"{'with' if look else 'without'} the last look {hits} / {args.runs} "
+                                   f"({time.perf_counter() - started:.0f} s)" if args.last_look == "both" else
+                                   f"{hits} / {args.runs} ({time.perf_counter() - started:.0f} s)")
+                print(f"  {check.area}[{spec_name}]: caught {', '.join(figures)}", flush=True)
     return 0
 
 

@@ -76,6 +76,9 @@ class Generation:
     swarm: bool = True
     weighted: bool = True
     boundaries: bool = True
+    # A check that reads the cursor ends each program with every consumer closed and a last read
+    # (suites.programs.last_look); off only to measure what it adds (benchmarks.catch_rate).
+    last_look: bool = True
 
     @property
     def plain(self) -> bool:
@@ -83,7 +86,7 @@ class Generation:
 
 
 SWARM = Generation()
-PLAIN = Generation(swarm=False, weighted=False, boundaries=False)
+PLAIN = Generation(swarm=False, weighted=False, boundaries=False, last_look=False)
 _current = [SWARM]
 
 

@@ -18,6 +18,7 @@ kind by weight among those the example's swarm keeps and the model enables, then
 from __future__ import annotations
 
 from contextlib import contextmanager
+from dataclasses import replace
 
 from hypothesis import Phase, note, settings
 from hypothesis.control import current_build_context
@@ -35,7 +36,7 @@ from model.spec import Spec
 from model.vocabulary import CANDIDATES, candidates
 from reports.vocabulary import HARNESS_ERROR, kind_of_error
 from suites import generation as gen
-from suites.programs import DRAIN, DRAIN_OTHERS, Step, perform, settle, take, tighten
+from suites.programs import DRAIN, DRAIN_OTHERS, Step, looks_at_cursor, perform, settle, take, tighten
 
 ALL_KINDS = tuple(k for k in CANDIDATES if k not in ("restart", "crash"))
 
@@ -58,15 +59,16 @@ def conformance_machine(target, spec: Spec, program_ids, *, kinds=ALL_KINDS, dra
     client's timers).
     """
     generation = generation or gen.current()
-    base = _machine_base(target, spec, program_ids, drain_idle_ms, on_failure)
+    base = _machine_base(target, spec, program_ids, drain_idle_ms, on_failure,
+                         look_at_cursor=generation.last_look and looks_at_cursor(kinds))
     if generation.plain:
         return _per_kind_machine(base, kinds, deterministic)
     if not deterministic:
-        generation = gen.Generation(swarm=generation.swarm, weighted=generation.weighted, boundaries=False)
+        generation = replace(generation, boundaries=False)
     return _swarm_machine(base, spec, kinds, generation)
 
 
-def _machine_base(target, spec: Spec, program_ids, drain_idle_ms: int, on_failure) -> type:
+def _machine_base(target, spec: Spec, program_ids, drain_idle_ms: int, on_failure, *, look_at_cursor: bool) -> type:
     class ConformanceMachine(RuleBasedStateMachine):
         def __init__(self) -> None:
             super().__init__()
@@ -115,7 +117,7 @@ def _machine_base(target, spec: Spec, program_ids, drain_idle_ms: int, on_failur
 
         def teardown(self) -> None:
             with _seen(on_failure):
-                settle(self.run, drain_idle_ms)
+                settle(self.run, drain_idle_ms, look_at_cursor=look_at_cursor)
 
     return ConformanceMachine
 
@@ -245,7 +247,8 @@ def run_conformance(target, spec: Spec, program_ids, *, kinds=ALL_KINDS, setting
         run_state_machine_as_test(machine, settings=chosen)
     except ConformanceFailure as failure:
         # Hypothesis shrank the choices; on a deterministic target the program itself shrinks further.
-        shorter = tighten(failure, target, spec, program_ids, drain_idle_ms=drain_idle_ms) \
+        shorter = tighten(failure, target, spec, program_ids, drain_idle_ms=drain_idle_ms,
+                          look_at_cursor=gen.current().last_look and looks_at_cursor(kinds)) \
             if deterministic and Phase.shrink in chosen.phases else failure
         if shorter is failure:
             raise

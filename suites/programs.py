@@ -85,26 +85,57 @@ def perform(run: Lockstep, op: o.Op) -> tuple[o.Op, o.Completion]:
     return op, run.do(op)
 
 
-def settle(run: Lockstep, drain_idle_ms: int) -> None:
+def settle(run: Lockstep, drain_idle_ms: int, *, look_at_cursor: bool = False) -> None:
     """The machine's teardown: let every open redelivery window close, then drain: nothing owed
     may be missing. A program whose client crashed and that has no consumer since subscribes one
-    first: what the crashed client held must come back to the next client."""
+    first: what the crashed client held must come back to the next client. `look_at_cursor` (a
+    check that reads the cursor): then every consumer closes and the cursor is read once more
+    (`last_look`)."""
     state = run.verdict.view if run.verdict.ok else None
     if state is None:
         return
     crashed = any(isinstance(op, o.CrashClient) for op, _ in run.history)
-    if not state.connected() and not crashed:
-        return
-    run.begin(TEARDOWN)
-    if not state.connected():
-        perform(run, o.Subscribe(consumer=CONSUMER_NAMES[0]))
-        state = run.verdict.view
-    waits = [m.redelivery_by - state.now for m in state.messages
-             if m.status is Status.HELD and m.redelivery_by is not None]
-    waits += [state.paused_until - state.now] if state.paused_until > state.now else []
-    if waits:
-        perform(run, o.Tick(ms=max(waits) + 20))
-    run.drain(idle_ms=drain_idle_ms)
+    if state.connected() or crashed:
+        run.begin(TEARDOWN)
+        if not state.connected():
+            perform(run, o.Subscribe(consumer=CONSUMER_NAMES[0]))
+            state = run.verdict.view
+        waits = [m.redelivery_by - state.now for m in state.messages
+                 if m.status is Status.HELD and m.redelivery_by is not None]
+        waits += [state.paused_until - state.now] if state.paused_until > state.now else []
+        if waits:
+            perform(run, o.Tick(ms=max(waits) + 20))
+        run.drain(idle_ms=drain_idle_ms)
+    elif look_at_cursor:
+        run.begin(TEARDOWN)
+    if look_at_cursor:
+        last_look(run)
+
+
+def looks_at_cursor(kinds) -> bool:
+    """Whether a program of these kinds ends with a last look at the cursor (`last_look`): those of
+    a check that reads the cursor."""
+    return "read_cursor" in kinds
+
+
+# Under a dead-letter policy, how long the teardown waits before its closes: a copy past the limit
+# that reached a client in the drain is on its way to the dead-letter topic, and a close inside
+# that send crashes the C++ client (KD-34) or drops the send's ack (KD-35). Longer than the ack
+# grouping time as well.
+BEFORE_LAST_CLOSES_MS = 200
+
+
+def last_look(run: Lockstep) -> None:
+    """Every consumer closes, which flushes the acks its client grouped, and the broker's cursor is
+    read: every ack the program made that its client did not drop must be in it. A read in the
+    program can only bound the acks still grouped; this one sees each of them arrive or not (a
+    batch index's ack forgotten by its client, an ack a flush lost), and is the only read of a
+    program that ends before its own."""
+    if run.verdict.view.spec.max_redeliver_count is not None and run.connected():
+        perform(run, o.Tick(ms=BEFORE_LAST_CLOSES_MS))
+    for consumer in run.connected():
+        perform(run, o.Close(consumer=consumer))
+    perform(run, o.ReadCursor())
 
 
 def take(run: Lockstep, step: Step, drain_idle_ms: int, *, checked: bool = False) -> None:
@@ -132,17 +163,18 @@ def offered(state, kind: str) -> tuple[o.Op, ...]:
     return boundary_ticks(state) + found if kind == "tick" and found else found
 
 
-def run_program(target, spec: Spec, program_id: str, steps: tuple[Step, ...], *, drain_idle_ms: int = 30) -> None:
+def run_program(target, spec: Spec, program_id: str, steps: tuple[Step, ...], *, drain_idle_ms: int = 30,
+                look_at_cursor: bool = False) -> None:
     """Run a program as the machine would, teardown included: raises its `ConformanceFailure`, or
     `NotAProgram` when a step is not one the machine could take."""
     run = Lockstep(target, spec, program_id)
     for step in steps:
         take(run, step, drain_idle_ms, checked=True)
-    settle(run, drain_idle_ms)
+    settle(run, drain_idle_ms, look_at_cursor=look_at_cursor)
 
 
 def tighten(failure: ConformanceFailure, target, spec: Spec, program_ids, *, drain_idle_ms: int = 30,
-            max_runs: int = MAX_RUNS) -> ConformanceFailure:
+            max_runs: int = MAX_RUNS, look_at_cursor: bool = False) -> ConformanceFailure:
     """A shorter program failing the same way on a deterministic target, or `failure` itself."""
     guarantee = failure.violation.guarantee
     best, program, runs = failure, steps_of(failure), 0
@@ -151,7 +183,7 @@ def tighten(failure: ConformanceFailure, target, spec: Spec, program_ids, *, dra
         nonlocal runs
         runs += 1
         try:
-            run_program(target, spec, program_ids(), steps, drain_idle_ms=drain_idle_ms)
+            run_program(target, spec, program_ids(), steps, drain_idle_ms=drain_idle_ms, look_at_cursor=look_at_cursor)
         except ConformanceFailure as caught:
             if caught.violation.guarantee is guarantee and _size(caught) < _size(best):
                 return caught

@@ -33,7 +33,7 @@ from fixtures.targets.lockstep import ConformanceFailure, Lockstep
 from model.guarantees import Guarantee
 from model.spec import Spec
 from model.vocabulary import candidates
-from suites.programs import DRAIN, DRAIN_OTHERS, Step, settle, take
+from suites.programs import DRAIN, DRAIN_OTHERS, Step, looks_at_cursor, settle, take
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -81,7 +81,7 @@ def shortest(target_factory, spec: Spec, kinds: tuple[str, ...], guarantee: Guar
         nodes += 1
         ending = _fork(run)
         try:
-            settle(ending, drain_idle_ms)
+            settle(ending, drain_idle_ms, look_at_cursor=looks_at_cursor(kinds))
         except ConformanceFailure as caught:
             if caught.violation.guarantee is guarantee:
                 heapq.heappush(heap, (_cost(unit, program, caught), next(order), program, caught))

@@ -5,9 +5,10 @@ guarantee in the same cell ("m1 never came" and "m2 never came" are both no-loss
 [Exclusive]). The signature says which one was accepted, in two parts:
 
 - `detail`: the class of the violation's detail, its text with message ids, consumer names and
-  numbers normalised away ("c0 received m2.2 after m3" -> "c# received m# after m#"), a list of
-  message ids read as one ("yet m1.0, m1.1, m1.2 never came" -> "yet m# never came": how many
-  messages one fault takes depends on the program, the batch, the timing, not on the fault);
+  numbers normalised away ("c0 received m2.2 after m3" -> "c# received m# after m#"), a list read
+  as one ("yet m1.0, m1.1, m1.2 never came" -> "yet m# never came", "acknowledges [0, 1]" ->
+  "acknowledges [#]": how many messages or entries one fault takes depends on the program, the
+  batch, the timing, not on the fault);
 - `program`: the shape of the shrunk program, its op kinds in order with repeats counted
   ("send×3 subscribe receive+"). A receive or a tick is counted only as "one or more" (`+`): how
   many a drain or a wait takes depends on timing, not on the fault.
@@ -26,15 +27,20 @@ TIMED_KINDS = frozenset({"receive", "tick"})  # their count follows the clock, n
 _MESSAGE = re.compile(r"\bm\d+(?:\.\d+)?\b")
 _CONSUMER = re.compile(r"\bc\d+\b")
 _NUMBER = re.compile(r"\d+")
-_MESSAGES = re.compile(r"\bm#(?:, m#)+")
+# Lists read as one: message ids ("m1, m2"; "0=m0, 1=m2" naming a topic's entries), numbers in
+# brackets ("[0, 2]") and cursor ranges ("(0..1], (3..4]").
+_LISTS = ((re.compile(r"#=m#"), "m#"), (re.compile(r"\bm#(?:, m#)+"), "m#"), (re.compile(r"\[#(?:, #)+\]"), "[#]"),
+          (re.compile(r"\(#\.\.#\](?:, \(#\.\.#\])+"), "(#..#]"))
 
 
 def detail_class(detail: str) -> str:
-    """The detail with message ids (`m#`, a list of them as one), consumer names (`c#`) and other
-    numbers (`#`) normalised; a class is its own class (an accepted signature written before lists
-    were read as one is read as it would be written now)."""
-    text = _MESSAGES.sub("m#", _MESSAGE.sub("m#", " ".join(str(detail).split())))
-    return _NUMBER.sub("#", _CONSUMER.sub("c#", text))
+    """The detail with message ids (`m#`), consumer names (`c#`) and other numbers (`#`) normalised,
+    and a list of ids, numbers or ranges read as one; a class is its own class (an accepted
+    signature written before lists were read as one is read as it would be written now)."""
+    text = _NUMBER.sub("#", _CONSUMER.sub("c#", _MESSAGE.sub("m#", " ".join(str(detail).split()))))
+    for pattern, one in _LISTS:
+        text = pattern.sub(one, text)
+    return text
 
 
 def program_shape(kinds: Iterable[str]) -> str:

@@ -37,6 +37,11 @@ def test_a_loss_of_several_messages_is_of_the_class_of_a_loss_of_one():
     assert detail_class("drained every consumer, yet m1.0, m1.1, m1.2 never came") == \
         detail_class("drained every consumer, yet m3 never came") == "drained every consumer, yet m# never came"
     assert detail_class("c0 received m2 after m1, m0") == "c# received m# after m#"
+    # The same for a cursor's entries, ranges and a topic's entries.
+    assert detail_class("broker cursor markDelete=-1 deleted=(1..2], (3..4] read=1 acknowledges [0, 2]; its entries "
+                        "0=m0, 1=m2") == detail_class("broker cursor markDelete=-1 deleted=(5..6] read=1 acknowledges "
+                                                      "[7]; its entries 0=m3") == \
+        "broker cursor markDelete=-# deleted=(#..#] read=# acknowledges [#]; its entries m#"
 
 
 def test_an_entry_accepted_with_a_list_of_messages_matches_a_loss_of_one(tmp_path):

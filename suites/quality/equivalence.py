@@ -73,8 +73,17 @@ def program_of(seed: int, specs: list[tuple[str, Spec]] | None = None, steps: in
     trace = []
     for _ in range(steps):
         op = random_op(target.state, rng)
+        while not judged_on(spec, op):
+            op = random_op(target.state, rng)
         trace.append((op, target.invoke(op)))
     return Program(spec_name=spec_name, spec=spec, seed=seed, trace=tuple(trace))
+
+
+def judged_on(spec: Spec, op: o.Op) -> bool:
+    """Whether the checker can judge `op` on `spec`: not a cursor read of a consumer with a retry
+    letter topic, which the model does not check yet (model/partitions.py, NotModelled; the
+    catalog's retry_letter_topic check has none). A program with one tells no mutant apart."""
+    return not (spec.retry_letter_topic and isinstance(op, o.ReadCursor))
 
 
 def observable(completion: o.Completion) -> o.Completion:

@@ -103,6 +103,15 @@ def test_a_mutant_that_renames_is_equivalent(tmp_path, programs):
     assert len(result["evidence"]["specs"]) == len(equivalence.catalog_specs())
 
 
+def test_no_reference_program_holds_an_op_the_checker_cannot_judge(programs):
+    """A cursor read of a consumer with a retry letter topic is not modelled (NotModelled): a
+    program with one would leave a mutant it tells apart neither refused nor allowed, counted as a
+    survivor for a gap of the model, not of the catalog."""
+    retry = [p for p in programs if p.spec.retry_letter_topic]
+    assert retry and not any(isinstance(op, o.ReadCursor) for p in retry for op, _ in p.trace)
+    assert all(equivalence.judged_on(p.spec, op) for p in programs for op, _ in p.trace)
+
+
 def test_a_mutant_the_catalog_misses_and_the_checker_refuses_survives(tmp_path, programs):
     """A survivor: the catalog's checks given (key_shared, whose programs never acknowledge
     cumulatively) pass, and a random program that tells the mutant apart shows the checker

@@ -164,9 +164,12 @@ def _acker_of_another_delivery(state: State, message: Message) -> State:
     its siblings were acked, the entry's ack not sent yet, belongs to another copy of the batch:
     the acks before went to an older acker, which may never be whole, so whether the entry is ever
     acked is open from then on; copies come only as before, with a cause (shown by
-    suites/broker/test_batch_acked_across_deliveries.py)."""
+    suites/broker/test_batch_acked_across_deliveries.py). An index a seek's ack set acknowledged
+    (`acked_by_seek`) is the broker's, in no acker of the client: the copies after the seek do not
+    make it doubtful (shown by suites/broker/test_seek_to_a_batch_index.py, where the rule of the
+    other clients must refuse a next consumer's copy of it)."""
     if message.id.index < 0 or state.spec.batch_index_ack:
         return state
     older = {m.id: m.with_(ack_on_older_copy=True) for m in state.entry_messages(message.id.entry)
-             if m.status is ACKED and not m.ack_confirmed and not m.ack_on_older_copy}
+             if m.status is ACKED and not m.ack_confirmed and not m.ack_on_older_copy and not m.acked_by_seek}
     return replace_messages(state, older) if older else state

@@ -362,7 +362,8 @@ def entries_come_back(state: State, entries: set[int], *, counted: bool = False,
                      and not m.ack_confirmed}
     changed = {}
     for m in state.messages:
-        if m.id.entry in entries & across_copies and m.id.index >= 0 and m.status is ACKED and not m.ack_confirmed:
+        if (m.id.entry in entries & across_copies and m.id.index >= 0 and m.status is ACKED and not m.ack_confirmed
+                and not m.acked_by_seek):
             changed[m.id] = m.with_(extra_deliveries=m.extra_deliveries + 1, count_hi=m.count_hi + bump)
             continue
         if not (m.id.entry in entries and m.id.index >= 0 and m.status is ACKED and not m.acked_by_seek

@@ -8,7 +8,10 @@ guarantee in the same cell ("m1 never came" and "m2 never came" are both no-loss
   numbers normalised away ("c0 received m2.2 after m3" -> "c# received m# after m#"), a list read
   as one ("yet m1.0, m1.1, m1.2 never came" -> "yet m# never came", "acknowledges [0, 1]" ->
   "acknowledges [#]": how many messages or entries one fault takes depends on the program, the
-  batch, the timing, not on the fault);
+  batch, the timing, not on the fault), and a cursor's state read as one ("markDelete=0
+  deleted=none read=1" and "markDelete=-1 deleted=(0..1] read=0" -> "(state)": whether an ack
+  landed in markDeletePosition or in an individually deleted range depends on the acks before it,
+  not on the fault; what the cursor acknowledges against what was allowed stays);
 - `program`: the shape of the shrunk program, its op kinds in order with repeats counted
   ("send×3 subscribe receive+"). A receive or a tick is counted only as "one or more" (`+`): how
   many a drain or a wait takes depends on timing, not on the fault.
@@ -30,12 +33,14 @@ _NUMBER = re.compile(r"\d+")
 # Lists read as one: message ids ("m1, m2"; "0=m0, 1=m2" naming a topic's entries), numbers in
 # brackets ("[0, 2]") and cursor ranges ("(0..1], (3..4]").
 _LISTS = ((re.compile(r"#=m#"), "m#"), (re.compile(r"\bm#(?:, m#)+"), "m#"), (re.compile(r"\[#(?:, #)+\]"), "[#]"),
-          (re.compile(r"\(#\.\.#\](?:, \(#\.\.#\])+"), "(#..#]"))
+          (re.compile(r"\(#\.\.#\](?:, \(#\.\.#\])+"), "(#..#]"),
+          # A cursor's state, once its ranges read as one.
+          (re.compile(r"markDelete=-?# deleted=(?:none|\(#\.\.#\])(?: read=-?#)?"), "(state)"))
 
 
 def detail_class(detail: str) -> str:
     """The detail with message ids (`m#`), consumer names (`c#`) and other numbers (`#`) normalised,
-    and a list of ids, numbers or ranges read as one; a class is its own class (an accepted
+    a list of ids, numbers or ranges read as one, and a cursor's state as `(state)`; a class is its own class (an accepted
     signature written before lists were read as one is read as it would be written now)."""
     text = _NUMBER.sub("#", _CONSUMER.sub("c#", _MESSAGE.sub("m#", " ".join(str(detail).split()))))
     for pattern, one in _LISTS:

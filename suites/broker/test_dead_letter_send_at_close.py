@@ -24,7 +24,7 @@ import pulsar
 import pytest
 
 from drivers import wire
-from fixtures.targets.driver_target import PYTHON_DRIVER, DriverProcess
+from fixtures.targets.driver_target import PYTHON_DRIVER, DriverDied, DriverProcess
 from model.spec import Spec, SubscriptionType
 
 pytestmark = pytest.mark.broker
@@ -96,14 +96,16 @@ def test_a_consumer_closed_while_its_client_dead_letters_crashes_the_cpp_client(
                 "KD-34 may be fixed in this client")
 
 
-def asked_back_by_its_second_holder(pulsar_broker, topic: str, close_after_s: float) -> tuple[dict, str, dict | None]:
+def asked_back_by_its_second_holder(pulsar_broker, topic: str,
+                                    close_after_s: float) -> tuple[dict, str, dict | None, bool]:
     """KD-35's program, as the nightly found it: with receiver queues of 1, c0 receives m0 (count
     0) and asks for it again; the broker gives the copy of count 1 (the limit) to c1, which asks
     for it again too, so that its client dead-letters m0; both consumers close `close_after_s`
-    later, and a new consumer subscribes. The holder's receive, the end of the driver's log and what
-    the new consumer receives (None: nothing in 3 s, or the driver died). Here the client's
-    dead-letter callback does not crash (KD-34 did not once in 7 runs, where the program of
-    `closed_while_dead_lettering` crashed 3 times in 7)."""
+    later, and a new consumer subscribes. The holder's receive, the end of the driver's log, what
+    the new consumer receives (None: nothing in 3 s, or the driver died) and whether the driver
+    died. Here the client's dead-letter callback crashes rarely (KD-34 did not once in 7 runs on an
+    idle machine, where the program of `closed_while_dead_lettering` crashed 3 times in 7; it did in
+    a loaded CI run)."""
     driver = DriverProcess(PYTHON_DRIVER)
     try:
         op = _m0_received_by_c0(driver, pulsar_broker, topic, DEAD_LETTER_AT_1.with_(receiver_queue_size=1))
@@ -114,15 +116,15 @@ def asked_back_by_its_second_holder(pulsar_broker, topic: str, close_after_s: fl
             holder, held = "c0", op(op="receive", consumer="c0", ms=2000)
         op(op="redeliver_unacknowledged_messages", consumer=holder)
         time.sleep(close_after_s)
-        for consumer in ("c0", "c1"):
-            op(op="close", consumer=consumer)
-        time.sleep(1.0)
-        back = None
-        if driver.process.poll() is None:
+        try:
+            for consumer in ("c0", "c1"):
+                op(op="close", consumer=consumer)
+            time.sleep(1.0)
             op(op="subscribe", consumer="c2")
             back = op(op="receive", consumer="c2", ms=3000)
-            back = back if back.get("delivered_entry") is not None else None
-        return held, driver.stderr_tail(), back
+        except DriverDied:  # KD-34's crash, in the dead-letter callback after the close
+            return held, driver.stderr_tail(), None, True
+        return held, driver.stderr_tail(), back if back.get("delivered_entry") is not None else None, False
     finally:
         driver.stop()
 
@@ -142,10 +144,10 @@ def test_a_message_dead_lettered_while_its_consumer_closes_comes_back_too(pulsar
         for close_after_s in CLOSE_AFTER_S:
             topic = names.topic()
             letters = pulsar_client.subscribe(f"{topic}-app-DLQ", "letters")
-            held, log, back = asked_back_by_its_second_holder(pulsar_broker, topic, close_after_s)
+            held, log, back, died = asked_back_by_its_second_holder(pulsar_broker, topic, close_after_s)
             assert (held.get("delivered_entry"), held.get("redelivery_count")) == (0, 1), held
-            if NOT_READY not in log:
-                continue
+            if NOT_READY not in log or died:
+                continue  # not a run of KD-35 (a crash is KD-34's: the test above)
             logged.append(close_after_s)
             if back is not None:
                 assert (back["delivered_entry"], back["redelivery_count"]) == (0, 0), back

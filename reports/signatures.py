@@ -40,8 +40,9 @@ _LISTS = ((re.compile(r"#=m#"), "m#"), (re.compile(r"\bm#(?:, m#)+"), "m#"), (re
 
 def detail_class(detail: str) -> str:
     """The detail with message ids (`m#`), consumer names (`c#`) and other numbers (`#`) normalised,
-    a list of ids, numbers or ranges read as one, and a cursor's state as `(state)`; a class is its own class (an accepted
-    signature written before lists were read as one is read as it would be written now)."""
+    a list of ids, numbers or ranges read as one, and a cursor's state as `(state)`; a class is its
+    own class (an accepted signature written before lists were read as one is read as it would be
+    written now)."""
     text = _NUMBER.sub("#", _CONSUMER.sub("c#", _MESSAGE.sub("m#", " ".join(str(detail).split()))))
     for pattern, one in _LISTS:
         text = pattern.sub(one, text)

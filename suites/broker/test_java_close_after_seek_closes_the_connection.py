@@ -24,7 +24,7 @@ import pytest
 
 from model import ops as o
 from model.spec import Spec, SubscriptionType
-from suites.broker.logged import Logged, client_target
+from suites.broker.logged import Logged, client_target, received
 from suites.machines import as_run
 from suites.replay.stored import replay
 
@@ -47,9 +47,7 @@ def closed_right_after_its_seek(client, names):
                           o.Receive(consumer="c0", timeout_ms=1000), o.Receive(consumer="c0", timeout_ms=1000),
                           o.Seek(consumer="c0", message=o.MessageId(0)), o.Close(consumer="c0"),
                           o.Send(), o.Send(), o.Subscribe(consumer="c0"))
-    got = []
-    while (delivery := logged.invoke(o.Receive(consumer="c0", timeout_ms=300)).value) is not None:
-        got.append(delivery.message)
+    got = received(logged, "c0")
     return spec, logged, got, target.broker.admin.messages_in(target.broker.topic_for(target.program_id))
 
 

@@ -257,9 +257,10 @@ def _cumulative_ack_then_the_timeout(target, spec, names):
 @pytest.mark.guarantee("no-loss")
 def test_kd44_a_seek_on_one_partition_loses_what_the_other_partitions_had_queued(client, names):
     """Exclusive, two partitions, six messages spread over both: the consumer receives until it
-    holds a message of each partition, then seeks to the last one it received. That partition comes
-    again after the target (its client skips the target), and the model takes the history so far;
-    the other partition's messages not received yet must still come. A wait before the seek lets them
+    holds a message of each partition, then seeks to the last one it received whose other partition
+    still has messages to come (a partition's messages may all come before the other's first). That
+    partition comes again after the target (its client skips the target), and the model takes the
+    history so far; the other partition's messages not received yet must still come. A wait before the seek lets them
     reach the consumer's queue (a loaded machine has them still on their way). The Python and Java clients
     clear the multi-topics consumer's whole receiver queue at a seek (C++ and Java
     MultiTopicsConsumerImpl beforeSeek; apache/pulsar#22208, open): what the other partition had
@@ -272,11 +273,16 @@ def test_kd44_a_seek_on_one_partition_loses_what_the_other_partitions_had_queued
     got = []
     while len({partitions[g.entry] for g in got}) < 2:
         got.append(logged.invoke(o.Receive(consumer="a", timeout_ms=1000)).value.message)
-    sought = got[-1]
+    def waiting(partition):  # the other partitions' messages not received yet
+        return [m(e) for e, p in partitions.items() if p != partition and m(e) not in got]
+    # The last message received whose other partition still has messages to come: the second
+    # partition's first, or the first's last when the consumer took in all of the first before it.
+    sought = next((g for g in reversed(got) if waiting(partitions[g.entry])), None)
+    assert sought is not None, (partitions, got)
     logged.invoke(o.Tick(ms=1000))  # the other partition's messages reach the multi-topics consumer's queue
     seek = logged.invoke(o.Seek(consumer="a", message=sought))
     after = received(logged, "a")
-    others = [m(e) for e, p in partitions.items() if p != partitions[sought.entry] and m(e) not in got]
+    others = waiting(partitions[sought.entry])
     if name == "go":
         assert seek.outcome is not o.Outcome.OK and "individual partitions" in (seek.error or ""), seek
         assert set(others) <= set(after)

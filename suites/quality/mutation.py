@@ -5,7 +5,9 @@
 
 Every mutant of the model's rule code (suites/quality/mutator.py) is run as a target against the
 whole catalog, check after check at the `ci` profile (suites/quality/catch.py), each in its own
-worker process bounded by a timeout. Outcomes:
+worker process bounded by a timeout. The cells whose programs run the mutant's statement on the
+model target go first (`--order reach`, the default: suites/quality/reach.py, measured once per run
+before the workers start); `--order catalog` keeps the catalog's order for every mutant. Outcomes:
 - killed: a check failed; the guarantee its violation names (or, when the checker refused the
   mutant's history as malformed, its completion times going back, that), the check, and the time
   to kill (finding and shrinking, as the faulty targets' quality test counts it);
@@ -48,8 +50,9 @@ from pathlib import Path
 
 from fixtures.targets.mutant_target import MutantTarget
 from suites.quality import equivalence
-from suites.quality.catch import first_failure_of
+from suites.quality.catch import DRAIN_IDLE_MS, budgets, first_failure_of
 from suites.quality.mutator import MODEL, Mutant, build, load, mutants
+from suites.quality.reach import Reach, measure
 
 KILLED, SURVIVED, ALLOWED, EQUIVALENT = "killed", "survived", "allowed", "equivalent"
 NOT_IMPORTED, CRASHED, TIMED_OUT = "not viable: import", "not viable: crash", "not viable: timeout"
@@ -60,11 +63,13 @@ RECORD = "reports/mutation-score.json"  # the latest sample's score, kept in the
 TIMEOUT_S = 300  # CPU seconds: a survivor's whole catalog and equivalence run take about 80
 
 _PROGRAMS: list[equivalence.Program] = []  # made once in the parent, shared by the forked workers
+_REACH: list[Reach] = []  # likewise: measured once, empty with --order catalog
 
 
 def run_mutant(mutant: Mutant, root: Path, programs: list[equivalence.Program], checks=None,
-               model: Path = MODEL) -> dict:
-    """Build, import and run one mutant (in the calling process): its outcome as a record."""
+               model: Path = MODEL, reach: Reach | None = None) -> dict:
+    """Build, import and run one mutant (in the calling process): its outcome as a record. With
+    `reach`, the cells that run the mutant's statement go first."""
     result = {"id": mutant.id, "number": mutant.number, "file": mutant.file, "module": mutant.module,
               "line": mutant.line, "operator": mutant.operator, "original": mutant.original,
               "mutated": mutant.mutated, "function": mutant.function, "rule_guarantees": list(mutant.rule_guarantees)}
@@ -77,9 +82,11 @@ def run_mutant(mutant: Mutant, root: Path, programs: list[equivalence.Program], 
     def make() -> MutantTarget:
         return MutantTarget(*modules, name=f"mutant {mutant.id}")
 
+    chosen = {"checks": checks} if checks is not None else {}
+    first = reach.first(mutant.file, mutant.line, **chosen) if reach is not None else None
     started, cpu = time.perf_counter(), time.process_time()
     try:
-        catch = first_failure_of(make, package, **({"checks": checks} if checks is not None else {}))
+        catch = first_failure_of(make, package, **chosen, first=first)
     except Exception as error:  # noqa: BLE001
         return result | {"outcome": CRASHED, "error": _error(error), "seconds": time.perf_counter() - started}
     seconds = time.perf_counter() - started
@@ -116,7 +123,7 @@ def _worker(mutant: Mutant, root: Path, send, cpu_limit_s: float) -> None:
     # slow mutants into timeouts; the parent's wall-clock bound is a backstop.
     resource.setrlimit(resource.RLIMIT_CPU, (int(cpu_limit_s), int(cpu_limit_s) + 5))
     try:
-        send.send(run_mutant(mutant, root, _PROGRAMS, model=root / SNAPSHOT))
+        send.send(run_mutant(mutant, root, _PROGRAMS, model=root / SNAPSHOT, reach=_REACH[0] if _REACH else None))
     finally:
         shutil.rmtree(root / mutant.package, ignore_errors=True)
 
@@ -289,7 +296,7 @@ def _meta(args, argv: list[str]) -> dict:
     return {"date": date.today().isoformat(), "commit": commit or "unknown",
             "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
             "command": "python -m suites.quality.mutation " + " ".join(argv), "seed": args.seed,
-            "profile": "ci", "equivalence_programs": args.programs, "only": args.only}
+            "profile": "ci", "equivalence_programs": args.programs, "only": args.only, "order": args.order}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -305,6 +312,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", action="append", default=[], metavar="TEXT",
                         help="run only the mutants whose id (file:line:operator:original -> mutated) contains "
                              "TEXT (repeatable), all of them, unsampled")
+    parser.add_argument("--order", choices=("reach", "catalog"), default="reach",
+                        help="the cells that run a mutant's statement first (default), or the catalog's order")
     parser.add_argument("--out", type=Path, default=Path("reports/out/mutation"))
     parser.add_argument("--record", type=Path, default=None, metavar="PATH",
                         help=f"also write the score's summary there (the project keeps its latest sample's in "
@@ -329,6 +338,12 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"no mutant's id contains {' or '.join(map(repr, args.only))}")
     _PROGRAMS[:] = equivalence.reference_programs(args.programs)
     meta = _meta(args, argv)  # the commit the run starts on
+    if args.order == "reach":
+        quick, _ = budgets()
+        _REACH[:] = [measure(MODEL, quick, drain_idle_ms=DRAIN_IDLE_MS)]
+        meta["reach_seconds"] = round(_REACH[0].seconds, 1)
+        print(f"reach: every cell's quick pass on the model target under coverage, {_REACH[0].seconds:.0f} s",
+              flush=True)
     started = time.monotonic()
     args.out.mkdir(parents=True, exist_ok=True)
     with (args.out / "results.jsonl").open("w") as log:

@@ -321,6 +321,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.record is not None and args.only:
         parser.error("--record keeps a sample's score: a run of --only mutants is no sample")
+    if args.order == "reach":
+        try:
+            import coverage  # noqa: F401
+        except ImportError:
+            parser.error("--order reach measures the reach with coverage.py, which is not installed "
+                         "(pip install 'coverage>=7.4', or the kit's [bench] extra); --order catalog runs without it")
     # Stopped early (Ctrl-C, or SIGTERM: a background run ignores SIGINT), the report covers the
     # mutants done so far.
     signal.signal(signal.SIGINT, signal.default_int_handler)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import itertools
+import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -86,8 +87,6 @@ def _tree(path: Path) -> ast.AST:
 
 def measure(model: Path, budget: settings, checks: tuple[Check, ...] = CHECKS, *, drain_idle_ms: int) -> Reach:
     """Run every cell of `checks` at `budget` on the model target under coverage.py."""
-    import time
-
     import coverage
 
     from fixtures.targets.model_target import ModelTarget

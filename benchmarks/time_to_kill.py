@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
+import resource
 import shutil
 import statistics
 import sys
@@ -22,7 +23,7 @@ import tempfile
 from pathlib import Path
 
 from suites.quality.catch import DRAIN_IDLE_MS, budgets
-from suites.quality.mutation import KILLED, run_mutant
+from suites.quality.mutation import CRASHED, KILLED, TIMED_OUT, TIMEOUT_S, run_mutant
 from suites.quality.mutator import MODEL, mutants
 from suites.quality.reach import measure
 
@@ -30,11 +31,10 @@ _REACH = []  # measured in the parent, shared by the forked workers
 
 
 def _one(mutant, root: Path, ordered: bool, send) -> None:
-    # No random programs: a mutant the catalog misses is reported equivalent at once, not judged.
-    try:
-        send.send(run_mutant(mutant, root, [], reach=_REACH[0] if ordered else None))
-    finally:
-        shutil.rmtree(root / mutant.package, ignore_errors=True)
+    # The mutation run's CPU bound; no random programs: a mutant the catalog misses is reported
+    # equivalent at once, not judged.
+    resource.setrlimit(resource.RLIMIT_CPU, (int(TIMEOUT_S), int(TIMEOUT_S) + 5))
+    send.send(run_mutant(mutant, root, [], reach=_REACH[0] if ordered else None))
 
 
 def _run(mutant, root: Path, ordered: bool) -> dict:
@@ -43,8 +43,13 @@ def _run(mutant, root: Path, ordered: bool) -> dict:
     worker = context.Process(target=_one, args=(mutant, root, ordered, send), daemon=True)
     worker.start()
     send.close()
-    result = receive.recv()
+    try:
+        result = receive.recv() if receive.poll(10 * TIMEOUT_S) else {"outcome": TIMED_OUT}
+    except EOFError:  # died without a word: past its CPU bound, or killed
+        result = {"outcome": CRASHED}
+    worker.kill()
     worker.join()
+    shutil.rmtree(root / mutant.package, ignore_errors=True)  # built again for the other order
     return result
 
 
@@ -85,6 +90,7 @@ def main(argv: list[str] | None = None) -> int:
                 times[name].append(float("inf"))
                 row.append((r["outcome"], "-"))
         print(f"{mutant.id[:70]:70} {row[0][0]:>9} {row[1][0]:>8}  {row[0][1]} / {row[1][1]}", flush=True)
+    shutil.rmtree(root, ignore_errors=True)
     for name, seconds in times.items():
         kills = sum(s != float("inf") for s in seconds)
         print(f"{name}: median time to kill {statistics.median(seconds):.1f} s, {kills} of {len(seconds)} killed")

@@ -54,6 +54,7 @@ def client(request, behind_a_proxy):
                            client=request.param, version=broker.config.version, network=proxy)
     yield request.param, target
     target.close()
+    proxy.clear()  # the last program's latency would stay on the proxy the session's network tests share
 
 
 def closed_right_after_its_seek(client, names):

@@ -61,6 +61,7 @@ def java(behind_a_proxy):
                            client="java", version=broker.config.version, network=proxy)
     yield "java", target
     target.close()
+    proxy.clear()  # the last program's latency would stay on the proxy the session's network tests share
 
 
 def _drain(logged: Logged, consumer: str) -> list[o.Delivery]:

@@ -379,19 +379,27 @@ def test_a_client_crash_reproduction_carries_what_it_was_seen_with():
     assert crashed.value.__notes__ == ["c0: subscribe -> ok"]
 
 
-def test_a_killed_driver_leaves_no_temporary_files_behind():
+def test_a_driver_leaves_no_temporary_files_behind():
     """Every driver gets a temporary folder of its own ($TMPDIR, and java.io.tmpdir for a JVM),
-    removed once it is gone, killed or not: the Java client unpacks a native library there at
-    every start, which a killed JVM leaves behind."""
+    removed once it is gone, killed or dead on its own: the Java client unpacks a native library
+    there at every start, which a killed JVM leaves behind."""
     from fixtures.targets.driver_target import DriverProcess
 
-    driver = DriverProcess("sh -c 'echo \"$JAVA_TOOL_OPTIONS\" > \"$TMPDIR/o\" && mv \"$TMPDIR/o\" \"$TMPDIR/options\"; "
-                           "exec sleep 60'")
-    try:
+    def started(command):
+        driver = DriverProcess("sh -c 'echo \"$JAVA_TOOL_OPTIONS\" > \"$TMPDIR/o\" && mv \"$TMPDIR/o\" \"$TMPDIR/options\"; "
+                               f"{command}'")
         deadline = time.monotonic() + 10
         while not (driver.tmp / "options").exists() and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert f"-Djava.io.tmpdir={driver.tmp}" in (driver.tmp / "options").read_text()
+        return driver
+
+    killed = started("exec sleep 60")
+    try:
+        assert f"-Djava.io.tmpdir={killed.tmp}" in (killed.tmp / "options").read_text()
     finally:
-        driver.kill()
-    assert not driver.tmp.exists()
+        killed.kill()  # as a client crash does
+        killed.stop()
+    died = started("exit 3")
+    died.process.wait(timeout=10)
+    died.stop()
+    assert not killed.tmp.exists() and not died.tmp.exists()

@@ -1,13 +1,14 @@
 """How the suite catches a faulty target: the conformance catalog, check after check, until one fails.
 
 Breadth first, as a user's run would find it soonest: every check with a few examples, then every
-check with the full `ci` budget. A mutant of the model takes first the cells whose programs run its
-changed statement, at both budgets, then the others (suites/quality/reach.py). The first `ConformanceFailure` is the catch: the check and spec
-that found it, and the shrunk program (the failure's history and steps). A target whose history the
-checker refuses as malformed (completion times that go back: model.nondet.ImpossibleStamp) is
-caught too: such a run is unknown (harness error), never a pass. The slow checks run too
-(ack_timeout): against the model target, whose clock is simulated, they take about a second at
-the `ci` budget, and without them no fault of ack-timeout behaviour could be caught.
+check with the full `ci` budget. A mutant of the model takes first the cells whose programs run
+its changed statement, at both budgets, then the others (suites/quality/reach.py). The first
+`ConformanceFailure` is the catch: the check and spec that found it, and the shrunk program (the
+failure's history and steps). A target whose history the checker refuses as malformed
+(completion times that go back: model.nondet.ImpossibleStamp) is caught too: such a run is unknown
+(harness error), never a pass. The slow checks run too (ack_timeout): against the model target,
+whose clock is simulated, they take about a second at the `ci` budget, and without them no fault
+of ack-timeout behaviour could be caught.
 """
 
 from __future__ import annotations

@@ -347,6 +347,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.order == "reach":
         quick, _ = budgets()
         _REACH[:] = [measure(MODEL, quick, drain_idle_ms=DRAIN_IDLE_MS)]
+        _REACH[0].model = root / SNAPSHOT  # the mutants' lines are the snapshot's, whatever model/ becomes
         meta["reach_seconds"] = round(_REACH[0].seconds, 1)
         print(f"reach: every cell's quick pass on the model target under coverage, {_REACH[0].seconds:.0f} s",
               flush=True)

@@ -7,12 +7,15 @@ takes first the cells whose quick-pass programs run its statement, those where m
 it first, at the quick budget and then at the full one; every other cell follows in the catalog's
 order, at both budgets, so nothing is skipped (the full budget draws programs the quick pass did
 not, and a statement run at import, outside any program, counts as run by none). This is the test
-prioritisation by coverage that mutation tools do (PIT, mutmut); it changes when a mutant is
-killed, never whether.
+prioritisation by coverage that mutation tools do (PIT, mutmut): it changes when a mutant is
+killed and by which cell (so which guarantee its kill names), not whether, short of the CPU bound
+of a mutant's run.
 
 The reach is measured once per mutation run, in the parent process before the workers fork: every
-cell's quick pass on the model target under coverage.py, one dynamic context per program. A line
-counts for the statement it belongs to (coverage.py records a statement at its first line).
+cell's quick pass on the model target under coverage.py, one dynamic context per program. It
+counts what the checker runs too (it steps the same model through every state the target may be
+in): a cell may go first for a statement only the checker's other choices run, never the reverse.
+A line counts for the statement it belongs to (coverage.py records a statement at its first line).
 """
 
 from __future__ import annotations
@@ -67,13 +70,18 @@ class Reach:
 
 def statement_line(path: Path, line: int) -> int:
     """The first line of the innermost statement of `path` that holds `line` (where coverage.py
-    records it), or `line` when none does."""
-    best = None
+    records it; a `case` and its guard count as one, at the `case`), or `line` when none does."""
+    best = None  # (first line, -last line) of the innermost so far
     for node in ast.walk(_tree(path)):
-        if isinstance(node, ast.stmt) and node.lineno <= line <= (node.end_lineno or node.lineno):
-            if best is None or (node.lineno, -(node.end_lineno or 0)) > (best.lineno, -(best.end_lineno or 0)):
-                best = node
-    return best.lineno if best is not None else line
+        if isinstance(node, ast.match_case):  # no position of its own: its pattern's and guard's
+            span = (node.pattern.lineno, (node.guard or node.pattern).end_lineno or node.pattern.lineno)
+        elif isinstance(node, ast.stmt):
+            span = (node.lineno, node.end_lineno or node.lineno)
+        else:
+            continue
+        if span[0] <= line <= span[1] and (best is None or (span[0], -span[1]) > best):
+            best = (span[0], -span[1])
+    return best[0] if best is not None else line
 
 
 _TREES: dict[Path, ast.AST] = {}

@@ -22,6 +22,10 @@ RULE = '''def rule(state, m):
             and m.ok):
         return m.with_(
             status=1)
+    match m:
+        case Message(status=s) if (s
+                                   is HELD):
+            return None
     return None
 '''
 
@@ -30,7 +34,8 @@ def test_a_line_counts_for_the_statement_that_holds_it(tmp_path):
     (tmp_path / "rule.py").write_text(RULE)
     assert statement_line(tmp_path / "rule.py", 3) == 2  # the condition's second line: the `if`
     assert statement_line(tmp_path / "rule.py", 5) == 4  # a call's argument: the `return`
-    assert statement_line(tmp_path / "rule.py", 6) == 6
+    assert statement_line(tmp_path / "rule.py", 8) == 7  # a guard's second line: the `case`
+    assert statement_line(tmp_path / "rule.py", 10) == 10
 
 
 @pytest.fixture(scope="module")
@@ -53,9 +58,14 @@ def test_a_key_shared_rule_is_reached_by_the_key_shared_cells_only(reach):
     assert first and all(name.endswith("[Key_Shared]") for name in first), first
     assert "individual_ack[Key_Shared]" in first and "key_shared[Key_Shared]" in first
     # A statement every program runs: every cell, the one with more programs first.
-    every = reach.first("simulate.py", _line_of("simulate.py", "    at = state.now\n    match op:"),
-                        (check("individual_ack"), check("key_shared")))
+    line = _line_of("simulate.py", "    at = state.now\n    match op:")
+    every = reach.first("simulate.py", line, (check("individual_ack"), check("key_shared")))
     assert len(every) == len(check("individual_ack").specs) + len(check("key_shared").specs)
+    ran = reach.programs("simulate.py", line)
+    assert [ran[cell.name] for cell in every] == sorted(ran.values(), reverse=True)
+    # A condition's second line counts for its statement, where coverage.py records it.
+    inner = _line_of("simulate.py", "or (m.status is HELD and m.redelivery_from is not None and m.redelivery_from <= now)")
+    assert statement_line(MODEL / "simulate.py", inner) == inner - 1 and reach.first("simulate.py", inner)
 
 
 def test_a_mutant_run_takes_the_cells_that_run_its_statement_first(tmp_path):

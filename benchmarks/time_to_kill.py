@@ -4,9 +4,9 @@
 
 The mutants the reports (suites.quality.mutation's mutation.json) count killed, those whose id
 still names a mutant of the model as it stands, each run in both orders in one process run: every
-run in a forked worker of its own, one at a time, the order that goes first alternating from one
-mutant to the next. Printed: each mutant's time to kill (finding and shrinking, as the mutation
-report counts it) and the cell that killed it in both orders, the medians, and what measuring the
+run in the mutation run's own forked worker (suites.quality.mutation.run_all), one at a time, the
+order that goes first alternating from one mutant to the next. Printed: each mutant's time to kill
+(finding and shrinking, as the mutation report counts it) and the cell that killed it in both orders, the medians, and what measuring the
 reach cost once (every cell's quick pass on the model target under coverage.py).
 """
 
@@ -14,43 +14,28 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing
-import resource
 import shutil
 import statistics
 import sys
 import tempfile
 from pathlib import Path
 
+from suites.quality import mutation
 from suites.quality.catch import DRAIN_IDLE_MS, budgets
-from suites.quality.mutation import CRASHED, KILLED, TIMED_OUT, TIMEOUT_S, run_mutant
+from suites.quality.mutation import KILLED, SNAPSHOT, TIMEOUT_S
 from suites.quality.mutator import MODEL, mutants
 from suites.quality.reach import measure
 
-_REACH = []  # measured in the parent, shared by the forked workers
 
-
-def _one(mutant, root: Path, ordered: bool, send) -> None:
-    # The mutation run's CPU bound; no random programs: a mutant the catalog misses is reported
-    # equivalent at once, not judged.
-    resource.setrlimit(resource.RLIMIT_CPU, (int(TIMEOUT_S), int(TIMEOUT_S) + 5))
-    send.send(run_mutant(mutant, root, [], reach=_REACH[0] if ordered else None))
-
-
-def _run(mutant, root: Path, ordered: bool) -> dict:
-    context = multiprocessing.get_context("fork")
-    receive, send = context.Pipe(duplex=False)
-    worker = context.Process(target=_one, args=(mutant, root, ordered, send), daemon=True)
-    worker.start()
-    send.close()
-    try:
-        result = receive.recv() if receive.poll(10 * TIMEOUT_S) else {"outcome": TIMED_OUT}
-    except EOFError:  # died without a word: past its CPU bound, or killed
-        result = {"outcome": CRASHED}
-    worker.kill()
-    worker.join()
-    shutil.rmtree(root / mutant.package, ignore_errors=True)  # built again for the other order
-    return result
+def _timed(mutant, reach) -> dict:
+    """One run of `mutant` through the mutation run's own worker (its CPU bound, its clean-up), in
+    the reach order when `reach` is given. No random programs: a mutant the catalog misses is
+    reported equivalent at once, not judged."""
+    root = Path(tempfile.mkdtemp(prefix="time-to-kill-"))  # run_all removes it
+    shutil.copytree(MODEL, root / SNAPSHOT, ignore=shutil.ignore_patterns("__pycache__"))
+    mutation._REACH[:] = [reach] if reach is not None else []
+    mutation._PROGRAMS[:] = []
+    return mutation.run_all([mutant], root, 1, TIMEOUT_S, progress=lambda _: None)[0]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -71,15 +56,14 @@ def main(argv: list[str] | None = None) -> int:
     if not chosen:
         parser.error("no killed mutant of the reports names a mutant of the model as it stands")
     quick, _ = budgets()
-    _REACH.append(measure(MODEL, quick, drain_idle_ms=DRAIN_IDLE_MS))
-    print(f"reach measured once: {_REACH[0].seconds:.1f} s; {len(chosen)} mutants "
+    reach = measure(MODEL, quick, drain_idle_ms=DRAIN_IDLE_MS)
+    print(f"reach measured once: {reach.seconds:.1f} s; {len(chosen)} mutants "
           f"({len(gone)} of the reports' kills no longer name a mutant of the model)", flush=True)
-    root = Path(tempfile.mkdtemp(prefix="time-to-kill-"))
     times: dict[str, list[float]] = {"catalog": [], "reach": []}
     print(f"{'mutant':70} {'catalog s':>9} {'reach s':>8}  cells (catalog / reach)")
     for n, mutant in enumerate(chosen):
         order = ("catalog", "reach") if n % 2 == 0 else ("reach", "catalog")
-        results = {name: _run(mutant, root, name == "reach") for name in order}
+        results = {name: _timed(mutant, reach if name == "reach" else None) for name in order}
         row = []
         for name in ("catalog", "reach"):
             r = results[name]
@@ -90,7 +74,6 @@ def main(argv: list[str] | None = None) -> int:
                 times[name].append(float("inf"))
                 row.append((r["outcome"], "-"))
         print(f"{mutant.id[:70]:70} {row[0][0]:>9} {row[1][0]:>8}  {row[0][1]} / {row[1][1]}", flush=True)
-    shutil.rmtree(root, ignore_errors=True)
     for name, seconds in times.items():
         kills = sum(s != float("inf") for s in seconds)
         print(f"{name}: median time to kill {statistics.median(seconds):.1f} s, {kills} of {len(seconds)} killed")

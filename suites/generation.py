@@ -16,15 +16,22 @@ boundary ticks.
   with one unload had fifteen.
   Under a dead-letter policy a nack is worth more while a held message is not nacked yet, and a
   held message that came back counted is offered more often: its nack brings it nearer the
-  dead-letter topic. A client crash is a fault: it starts below the others and is worth more
+  dead-letter topic; a seek is worth more while messages are held, which it hands back with their
+  counts open (a mutant that kept a copy's count bound too wide was caught by 4 and 1 of 10 random
+  runs of the two cells of `redelivery_count_and_dead_letter` under a limit, by 10 and 3 of 20
+  with it). When the client's seek sends the batch index (an ack set for the indexes before it), a
+  seek past a batch's first index is offered more, and a close or a redelivery request of that
+  entry after it is worth more: the broker must give the entry back without those indexes (a
+  mutant that brought them back was caught by 8 of 20 runs of `seek[Shared-seek-batch-index]`, by
+  27 of 30 with it). A client crash is a fault: it starts below the others and is worth more
   only inside its windows (model/faults.py), most right after an acknowledge whose ack is still
   pending (on a broker the client flushes it within the ack grouping time, so only a crash that
   follows at once finds it unflushed), so that programs reach them without being made of
   crashes (each costs a new client process on a broker). A network stall or slowdown, the same
   way, and right after a nack too: the redelivery request its delay leads to is sent inside the
   stall, or through the slow network.
-- Looks right after a change: a receive is worth more right after a tick, a cursor read right
-  after an unload. A tick to just inside a window shows nothing unless a receive follows it (a
+- Looks right after a change: a receive is worth more right after a tick or a seek, a cursor
+  read right after an unload. A tick to just inside a window shows nothing unless a receive follows it (a
   client that ignored its nack backoff went unseen: its ticks were followed by more nacks and
   ticks, and the next receive came after every window); what the reloaded cursor kept shows to a
   read before more acks move it (a broker that loses the cursor's holes at an unload was caught
@@ -69,6 +76,10 @@ TICKETS = 1 << 12  # the range of the draw that picks a kind by weight
 # Under a dead-letter policy: how many more copies of a counted held message a nack's candidates
 # carry, and half the weight bonus of a nack or a redelivery request while a held message is not asked again yet.
 TOWARD_DEAD_LETTER = 3
+# How many more copies of a seek to a batch index past the first a seek's candidates carry, when the
+# client's seek sends the batch index (an ack set for the indexes before it), and half the weight
+# bonus of a seek while there is one to make.
+ACK_SET = 3
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -153,6 +164,10 @@ def options(state: State, kind: str, generation: Generation, swarm: Swarm) -> tu
         return tuple(op for op in offered if swarm.allows(op))
     if kind == "negative_acknowledge" and state.spec.max_redeliver_count is not None:
         return offered + tuple(op for op in offered if _counted(state, op.message)) * TOWARD_DEAD_LETTER
+    if kind == "seek" and state.spec.seek_sends_batch_index:
+        # A seek to a batch index past the first acknowledges the indexes before it for the
+        # subscription, a state no other op makes.
+        return offered + tuple(op for op in offered if op.message.index > 0) * ACK_SET
     return offered
 
 
@@ -164,8 +179,9 @@ def weight(state: State, kind: str, *, last: o.Op | None = None) -> int:
         return BASE_WEIGHT + 4 * any(m.status is AVAILABLE for m in state.messages)
     if kind == "receive":
         # What a tick let come (a redelivery whose window opened, a Failover pause over) shows
-        # only to a receive: before the next tick or a drain past every window, or never.
-        return BASE_WEIGHT + LOOK * isinstance(last, o.Tick)
+        # only to a receive: before the next tick or a drain past every window, or never. What a
+        # seek's reset sends, the same way: before the next seek or close changes it.
+        return BASE_WEIGHT + LOOK * isinstance(last, (o.Tick, o.Seek))
     if kind == "acknowledge":
         return BASE_WEIGHT + _while_reconnecting(state)
     if kind in ("send", "subscribe", DRAIN):
@@ -197,12 +213,18 @@ def weight(state: State, kind: str, *, last: o.Op | None = None) -> int:
                 bonus += 2 * TOWARD_DEAD_LETTER * any(m.redelivery_from is None for m in held)
         case "seek":
             bonus = 2 * pending + 2 * queued + 2 * holes
+            if state.spec.seek_sends_batch_index and not _after_seek_ack_set(state):
+                bonus += 2 * ACK_SET * any(m.status is HELD and m.id.index > 0 for m in state.messages)
+            if state.spec.max_redeliver_count is not None:
+                # A seek hands back what is held with its count open (0 or one more): the count
+                # the next delivery shows is the one the dead-letter policy counts on from.
+                bonus += 2 * TOWARD_DEAD_LETTER * bool(held)
         case "unload":
             # A nack's redelivery still to be asked is asked of the new dispatcher, which counts it.
             nacked = any(m.redelivery_from is not None for m in held)
             bonus = 0 if isinstance(last, o.Unload) else 2 * _droppable(state) + 2 * holes + 2 * nacked
         case "close" | "redeliver_unacknowledged_messages":
-            bonus = 2 * bool(held) + 2 * (pending or queued)
+            bonus = 2 * bool(held) + 2 * (pending or queued) + 2 * LOOK * _after_seek_ack_set(state)
             if kind == "redeliver_unacknowledged_messages" and state.spec.max_redeliver_count is not None:
                 # As a nack: each request takes what the consumer holds one count nearer the
                 # dead-letter topic, and the one past the limit dead-letters at once.
@@ -236,6 +258,14 @@ def _counted(state: State, message_id: o.MessageId) -> bool:
     """Held, received with a redelivery count and not nacked since: one nack nearer the dead-letter topic."""
     message = state.message(message_id)
     return message.status is HELD and message.held_count > 0 and message.redelivery_from is None
+
+
+def _after_seek_ack_set(state: State) -> bool:
+    """A consumer holds a batch index whose earlier siblings a seek's ack set acknowledged (the
+    Java client's seek to a batch index): a close or a redelivery request gives the entry back,
+    and the broker must send it without those indexes."""
+    acked = {m.id.entry for m in state.messages if m.acked_by_seek}
+    return bool(acked) and any(m.status is HELD and m.id.entry in acked for m in state.messages)
 
 
 def _droppable(state: State) -> bool:

@@ -145,6 +145,40 @@ def test_under_a_dead_letter_policy_a_nack_and_a_redelivery_request_are_worth_mo
         assert gen.weight(_state(asked, policy), kind) == gen.weight(_state(asked), kind), kind
 
 
+BATCH = [(o.Subscribe(consumer="c0"), o.ok()), (o.Send(keys=(None, None, None), batched=True), o.ok()),
+         (o.Receive(consumer="c0"), o.ok(o.Delivery(message=m(0, 0), redelivery_count=0))),
+         (o.Receive(consumer="c0"), o.ok(o.Delivery(message=m(0, 1), redelivery_count=0)))]
+
+
+def test_a_seek_that_acknowledges_the_indexes_before_it_is_drawn_more_and_a_close_after_it_too():
+    """The Java client's seek to a batch index acknowledges the indexes before it for the
+    subscription (KD-8), and a close or a redelivery request of the entry after it must not bring
+    them back (model/transitions/redelivery.py, entries_come_back): a state only a seek past a
+    batch's first index makes, so such a seek is offered more, and the close after it is worth more."""
+    java = SHARED.with_(seek_sends_batch_index=True)
+    assert gen.weight(_state(BATCH, java), "seek") > gen.weight(_state(BATCH), "seek")
+    offered = Counter(op.message for op in gen.options(_state(BATCH, java), "seek", gen.SWARM, gen.Swarm()))
+    assert offered[m(0, 1)] > offered[m(0, 0)] == 1
+    seeked = BATCH + [(o.Seek(consumer="c0", message=m(0, 1)), o.ok()),
+                      (o.Receive(consumer="c0"), o.ok(o.Delivery(message=m(0, 1), redelivery_count=0)))]
+    for kind in ("close", "redeliver_unacknowledged_messages"):
+        assert gen.weight(_state(seeked, java), kind) > gen.weight(_state(seeked), kind) + gen.LOOK, kind
+    # Its ack set made, another seek is worth no more for it.
+    assert gen.weight(_state(seeked, java), "seek") == gen.weight(_state(seeked), "seek")
+
+
+def test_under_a_dead_letter_policy_a_seek_is_worth_more_while_messages_are_held_and_a_receive_right_after_it():
+    """A seek hands back what is held with its count open (0 or one more): the count its next
+    delivery shows is the one the dead-letter policy counts on from. What the reset sends shows to
+    a receive right after it."""
+    policy = SHARED.with_(max_redeliver_count=1)
+    assert gen.weight(_state(HELD, policy), "seek") > gen.weight(_state(HELD), "seek")
+    assert gen.weight(_state(HELD[:3], policy), "seek") == gen.weight(_state(HELD[:3]), "seek")  # nothing held
+    held = _state(HELD)
+    assert gen.weight(held, "receive", last=o.Seek(consumer="c0", message=m(0))) \
+        > gen.weight(held, "receive", last=o.Send())
+
+
 def test_a_tick_is_mostly_followed_by_a_receive_and_an_unload_by_a_cursor_read():
     """A tick to just inside a window shows nothing unless a receive follows it: with a nack backoff,
     a client that redelivers at the plain nack delay shows only to a receive between the two

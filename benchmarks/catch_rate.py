@@ -89,11 +89,17 @@ def main(argv: list[str] | None = None) -> int:
     unknown = set(args.area) - {c.area for c in CHECKS}
     if unknown:
         parser.error(f"no check area {', '.join(sorted(unknown))}; areas: {', '.join(c.area for c in CHECKS)}")
+    # The mutants' packages are imported from a folder of this run's own, removed at its end.
+    with tempfile.TemporaryDirectory(prefix="catch-rate-") as root:
+        return _measure(parser, args, Path(root))
+
+
+def _measure(parser: argparse.ArgumentParser, args: argparse.Namespace, root: Path) -> int:
     if args.fault is not None:
         faults = [next(f for f in FAULTS + UNGATED if f.name == args.fault)]
         checks = [c for c in CHECKS if (c.area in args.area if args.area else c.guarantees & faults[0].breaks)]
     else:
-        faults = mutants_named(args.mutant, Path(tempfile.mkdtemp(prefix="catch-rate-")))
+        faults = mutants_named(args.mutant, root)
         if not faults:
             parser.error(f"no mutant's id starts with {args.mutant!r} (the mutation report lists the ids)")
         checks = [c for c in CHECKS if c.area in args.area]

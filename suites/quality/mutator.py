@@ -36,7 +36,7 @@ import re
 import shutil
 import sys
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 MODEL = Path(__file__).resolve().parents[2] / "model"
@@ -65,10 +65,14 @@ class Mutant:
     # where it can be told from the code.
     rule_guarantees: tuple[str, ...]
     source: str  # the whole mutated file
+    # Two changes of one line can read the same (`window=(0, 0)`, each 0 shifted): the second is
+    # `file:line#2`, so that every id names one mutant.
+    occurrence: int = 1
 
     @property
     def id(self) -> str:
-        return f"{self.file}:{self.line}:{self.operator}:{self.original} -> {self.mutated}"
+        where = f"{self.line}#{self.occurrence}" if self.occurrence > 1 else f"{self.line}"
+        return f"{self.file}:{where}:{self.operator}:{self.original} -> {self.mutated}"
 
     @property
     def module(self) -> str:
@@ -94,6 +98,7 @@ def mutants_of(text: str, file: str, roots: tuple[str, ...] | None = None, *, fi
     tree = ast.parse(text)
     seen = {ast.unparse(tree)}
     found: list[Mutant] = []
+    named: dict[str, int] = {}  # how many mutants so far read as each id
     for function in _rule_functions(tree, roots):
         about = _checked_guarantees(function)
         for node in ast.walk(function):
@@ -104,9 +109,11 @@ def mutants_of(text: str, file: str, roots: tuple[str, ...] | None = None, *, fi
                 if source in seen:
                     continue
                 seen.add(source)
-                found.append(Mutant(number=first + len(found), file=file, line=_line(node), operator=operator,
-                                    original=original, mutated=mutated, function=function.name,
-                                    rule_guarantees=about, source=source))
+                mutant = Mutant(number=first + len(found), file=file, line=_line(node), operator=operator,
+                                original=original, mutated=mutated, function=function.name,
+                                rule_guarantees=about, source=source)
+                named[mutant.id] = named.get(mutant.id, 0) + 1
+                found.append(replace(mutant, occurrence=named[mutant.id]))
     return found
 
 

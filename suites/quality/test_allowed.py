@@ -1,6 +1,8 @@
 """Putting an allowed mutant to a target: each run's answer at the step that told the mutant apart
 is the model's, the mutant's, another, or came after another path; a refused run is told."""
 
+import atexit
+import shutil
 import tempfile
 from functools import cache
 from pathlib import Path
@@ -28,6 +30,7 @@ FORGETS = ("transitions/acks.py", "tuple(p for p in c.pending_acks if not observ
 @cache
 def _modules():
     root = Path(tempfile.mkdtemp(prefix="allowed-test-"))
+    atexit.register(shutil.rmtree, root, ignore_errors=True)  # the modules stay imported till the end
     return tuple(load(build(edited(*FORGETS, number=9101), root), root))
 
 

@@ -25,7 +25,7 @@ from suites.conformance.catalog import check
 from suites.quality import equivalence
 from suites.quality.mutation import (
     ALLOWED, CRASHED, EQUIVALENT, KILLED, NOT_IMPORTED, SURVIVED, TIMED_OUT, record_of, run_mutant, summarize)
-from suites.quality.mutator import MODEL, OPERATORS, Mutant, build, edited, load, mutants_of
+from suites.quality.mutator import MODEL, OPERATORS, Mutant, build, edited, load, mutants, mutants_of
 
 RULE = '''
 def rule(state, m):
@@ -60,6 +60,16 @@ def test_the_mutator_makes_each_operators_mutant():
     assert len(swapped) == 1 and "replace_messages" in ast.unparse(ast.parse(swapped[0].source).body[0].body[0].body[0])
     for mutant in mutants_of(RULE, "rule.py"):
         compile(mutant.source, mutant.file, "exec")
+
+
+def test_each_mutant_has_an_id_of_its_own_when_one_line_reads_the_same_twice():
+    """`window=(0, 0)`: each 0 shifted reads `0 -> 1`; a report, `--only` and the time to kill
+    name a mutant by its id, so the second one's says which it is."""
+    twice = "def rule(state):\n    return redeliver(state, window=(0, 0))\n"
+    ids = [m.id for m in mutants_of(twice, "rule.py") if m.mutated == "1"]
+    assert ids == ["rule.py:2:shift-bound:0 -> 1", "rule.py:2#2:shift-bound:0 -> 1"]
+    every = [m.id for m in mutants()]
+    assert len(set(every)) == len(every)
 
 
 def test_a_mutant_package_imports_beside_the_model(tmp_path):

@@ -6,8 +6,9 @@ The mutants the reports (suites.quality.mutation's mutation.json) count killed, 
 still names a mutant of the model as it stands, each run in both orders in one process run: every
 run in the mutation run's own forked worker (suites.quality.mutation.run_all), one at a time, the
 order that goes first alternating from one mutant to the next. Printed: each mutant's time to kill
-(finding and shrinking, as the mutation report counts it) and the cell that killed it in both orders, the medians, and what measuring the
-reach cost once (every cell's quick pass on the model target under coverage.py).
+(finding and shrinking, as the mutation report counts it) and the cell that killed it in both
+orders, the medians, and what measuring the reach cost once (every cell's quick pass on the model
+target under coverage.py).
 """
 
 from __future__ import annotations

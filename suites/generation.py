@@ -19,11 +19,12 @@ boundary ticks.
   dead-letter topic; a seek is worth more while messages are held, which it hands back with their
   counts open (a mutant that kept a copy's count bound too wide was caught by 8 of 20 and 2 of 20
   random runs of the two cells of `redelivery_count_and_dead_letter` under a limit, by 24 of 80
-  and 12 of 60 with it: seeks more often, not yet that mutant more often). When the client's seek sends the batch index (an ack set for the indexes before it), a
-  seek past a batch's first index is offered more, and a close or a redelivery request of that
-  entry after it is worth more: the broker must give the entry back without those indexes (a
-  mutant that brought them back was caught by 8 of 20 runs of `seek[Shared-seek-batch-index]`, by
-  27 of 30 with it). A client crash is a fault: it starts below the others and is worth more
+  and 12 of 60 with it: seeks more often, not yet that mutant more often). When the client's
+  seek sends the batch index (an ack set for the indexes before it), a seek past a batch's first
+  index is offered more, and a close or a redelivery request of that entry after it is worth
+  more: the broker must give the entry back without those indexes (a mutant that brought them
+  back was caught by 8 of 20 runs of `seek[Shared-seek-batch-index]`, by 27 of 30 with it). A
+  client crash is a fault: it starts below the others and is worth more
   only inside its windows (model/faults.py), most right after an acknowledge whose ack is still
   pending (on a broker the client flushes it within the ack grouping time, so only a crash that
   follows at once finds it unflushed), so that programs reach them without being made of
@@ -31,11 +32,11 @@ boundary ticks.
   way, and right after a nack too: the redelivery request its delay leads to is sent inside the
   stall, or through the slow network.
 - Looks right after a change: a receive is worth more right after a tick or a seek, a cursor
-  read right after an unload. A tick to just inside a window shows nothing unless a receive follows it (a
-  client that ignored its nack backoff went unseen: its ticks were followed by more nacks and
-  ticks, and the next receive came after every window); what the reloaded cursor kept shows to a
-  read before more acks move it (a broker that loses the cursor's holes at an unload was caught
-  by 3, 5 and 11 of 30 runs of the persistence cells, by 8, 9 and 15 with it).
+  read right after an unload. A tick to just inside a window shows nothing unless a receive
+  follows it (a client that ignored its nack backoff went unseen: its ticks were followed by more
+  nacks and ticks, and the next receive came after every window); what the reloaded cursor kept
+  shows to a read before more acks move it (a broker that loses the cursor's holes at an unload was
+  caught by 3, 5 and 11 of 30 runs of the persistence cells, by 8, 9 and 15 with it).
 - Boundary ticks: a tick lands just before, on or just after a bound of a window open now
   (`model.vocabulary.boundary_ticks`: the nack delay and its tick, the ack timeout and its tick,
   a rewind, the Failover pause), not only past every window.
